@@ -1,6 +1,12 @@
 #pragma once
-// Paths shared by every test: the source tree and the fixture output (built by the Python
-// fixtures registered in tests/CMakeLists.txt).
+// Shared by every test: paths (the source tree and the fixture output built by the Python
+// fixtures registered in tests/CMakeLists.txt) and running a command.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace era::test {
@@ -10,5 +16,41 @@ inline std::string testdata_dir() { return ERA_TESTDATA_DIR; }
 inline std::string bundle_dir() { return testdata_dir() + "/bundle-llava-1.5"; }
 inline std::string checkpoint_dir() { return testdata_dir() + "/tiny-llava-1.5"; }
 inline std::string era_infer_path() { return ERA_INFER_PATH; }
+
+// A fresh, empty scratch folder under the build tree, unique per name.
+inline std::string scratch_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(testdata_dir()) / "scratch" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CommandResult {
+  int exit_code = -1;  // -1 if the process did not exit normally (a crash)
+  std::string out, err;
+};
+
+// Runs `command` through the shell with stdout and stderr captured separately.
+inline CommandResult run_command(const std::string& command) {
+  const auto err_path = std::filesystem::temp_directory_path() / ("era_test_stderr_" + std::to_string(::getpid()));
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>" + err_path.string()).c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read_file(err_path.string());
+  std::filesystem::remove(err_path);
+  return r;
+}
 
 }  // namespace era::test

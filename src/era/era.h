@@ -1,0 +1,103 @@
+#pragma once
+// era: LLaVA inference with ERA visual-token reduction, as a C++ library.
+//
+//   era::Session session = era::Session::open("models/tiny-llava-1.5");
+//   era::Request request;
+//   request.images = {"photo.jpg"};
+//   request.prompt = "What is in the picture?";
+//   era::Result result = session.generate(request);
+//   std::cout << result.text << "\n";
+//
+// A Session loads a model bundle once (see models/BUNDLE_FORMAT.md) and answers any number of
+// requests. Every failure a caller can cause is reported as era::Error (era/error.h) with a
+// message naming the item (image path, bundle file, option); the library never exits or aborts.
+// A Session is not thread-safe: use one per thread or serialise calls.
+#include <torch/script.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "era/error.h"
+
+namespace era {
+
+struct SessionOptions {
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
+  std::string dtype;           // "" = the bundle's; or float32 / float16 / bfloat16
+  int num_threads = 0;         // intra-op CPU threads; 0 = LibTorch's default
+  int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
+};
+
+struct Request {
+  std::string prompt;               // the user question; "<image>" marks where images go
+  std::vector<std::string> images;  // image files, one per placeholder (prepended if none given)
+  bool use_template = true;         // wrap in the bundle's conversation template (vicuna_v1)
+  int64_t max_new_tokens = 128;
+  float temperature = 0.0f;  // 0 = greedy (first index on ties)
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool stop_at_eos = true;
+  // Called with each newly completed piece of the answer; return false to stop generating.
+  std::function<bool(const std::string& delta)> on_text;
+};
+
+struct Stats {
+  double preprocess_ms = 0, vision_ms = 0, reduce_ms = 0, prefill_ms = 0, decode_ms = 0, total_ms = 0;
+  std::vector<double> decode_step_ms;  // one per decode step
+  int64_t visual_tokens = 0;           // image tokens the decoder saw
+  int64_t text_tokens = 0;             // prompt tokens that are text
+  int64_t prompt_tokens = 0;           // visual + text
+  int64_t generated_tokens = 0;
+  int64_t kv_cache_bytes = 0;            // filled part of the KV cache at the end
+  int64_t kv_cache_allocated_bytes = 0;  // preallocated for this request
+};
+
+struct Result {
+  std::string text;             // the answer, special tokens skipped, whitespace stripped
+  std::vector<int64_t> tokens;  // generated ids (EOS excluded)
+  std::string finish_reason;    // "eos", "length" or "cancelled"
+  Stats stats;
+};
+
+// The exact model inputs of a request, for debugging and parity checks.
+struct PreparedInput {
+  std::string prompt;                 // after the template
+  std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes
+  int64_t image_token_id = -1;
+  torch::Tensor pixel_values;         // float32 [num_images, 3, S, S]
+};
+
+struct ModelInfo {
+  std::string name, arch, dtype, device, attention;
+  int64_t visual_tokens_per_image = 0;
+  int64_t max_context = 0;
+};
+
+class Session {
+ public:
+  // Loads a bundle; throws era::Error(kBundle / kInvalidArgument).
+  static Session open(const std::string& bundle_dir, const SessionOptions& options = {});
+
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Answers one request; throws era::Error (kImage, kPrompt, kInvalidArgument, kRuntime).
+  Result generate(const Request& request);
+
+  // Preprocessing and tokenisation only (no model run).
+  PreparedInput prepare(const Request& request) const;
+
+  ModelInfo info() const;
+
+  struct Impl;  // defined in session.cpp; also used by the library's own tests
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace era

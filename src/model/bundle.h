@@ -1,0 +1,36 @@
+#pragma once
+// A loaded model bundle: manifest, the three TorchScript modules and the tokenizer, checked
+// against each other so a wrong or damaged file fails at load time with a clear message rather
+// than deep inside a forward pass.
+#include <torch/script.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "model/manifest.h"
+#include "text/tokenizer.h"
+
+namespace era {
+
+struct ModelBundle {
+  std::string dir;
+  Manifest manifest;
+  torch::jit::Module vision;
+  torch::jit::Module projector;
+  torch::jit::Module decoder;
+  std::unique_ptr<Tokenizer> tokenizer;
+  torch::Device device{torch::kCPU};
+  torch::ScalarType dtype = torch::kFloat;
+};
+
+// Parses "float32"/"fp32"/"float16"/"fp16"/"half"/"bfloat16"/"bf16"; throws kInvalidArgument.
+torch::ScalarType parse_dtype(const std::string& name);
+std::string dtype_name(torch::ScalarType dtype);
+
+// Loads DIR, moves the modules to `device` and, if given, converts them to `dtype`.
+// Throws era::Error(kBundle) naming the file and the mismatch.
+ModelBundle load_bundle(const std::string& dir, const torch::Device& device,
+                        std::optional<torch::ScalarType> dtype = std::nullopt);
+
+}  // namespace era

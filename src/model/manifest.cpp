@@ -1,0 +1,125 @@
+#include "model/manifest.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "era/error.h"
+
+namespace era {
+namespace {
+
+using nlohmann::json;
+
+// Looks up "a.b.c" and converts, turning nlohmann's exceptions into one clear bundle error.
+template <typename T>
+T field(const json& root, const std::string& dotted, const std::string& where) {
+  const json* node = &root;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object() || !node->contains(key)) {
+      throw Error(ErrorCode::kBundle, where + ": missing field '" + dotted + "'");
+    }
+    node = &(*node)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  try {
+    return node->get<T>();
+  } catch (const json::exception&) {
+    throw Error(ErrorCode::kBundle, where + ": field '" + dotted + "' has the wrong type");
+  }
+}
+
+void require(bool ok, const std::string& where, const std::string& what) {
+  if (!ok) throw Error(ErrorCode::kBundle, where + ": " + what);
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& bundle_dir) {
+  const std::string path = bundle_dir + "/manifest.json";
+  std::ifstream in(path);
+  if (!in.good()) {
+    throw Error(ErrorCode::kBundle, "not a model bundle: " + path + " not found (export one with tools/export_llava.py)");
+  }
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kBundle, path + ": not valid JSON (" + e.what() + ")");
+  }
+  require(j.is_object() && j.value("format", "") == "era-bundle", path, "not an era bundle manifest (format != era-bundle)");
+
+  Manifest m;
+  m.format_version = field<int>(j, "format_version", path);
+  require(m.format_version == 1, path, "format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1)");
+  m.arch = field<std::string>(j, "arch", path);
+  require(m.arch == "llava-1.5", path, "architecture '" + m.arch + "' is not supported by this build");
+  m.model_name = j.value("model_name", m.arch);
+  m.dtype = field<std::string>(j, "dtype", path);
+  m.attention = j.contains("exported_with") ? j["exported_with"].value("attention", "math") : "math";
+  m.vision_file = field<std::string>(j, "files.vision", path);
+  m.projector_file = field<std::string>(j, "files.projector", path);
+  m.decoder_file = field<std::string>(j, "files.decoder", path);
+  m.tokenizer_file = field<std::string>(j, "files.tokenizer", path);
+
+  auto& v = m.vision;
+  v.image_size = field<int64_t>(j, "vision.image_size", path);
+  v.patch_size = field<int64_t>(j, "vision.patch_size", path);
+  v.num_patches = field<int64_t>(j, "vision.num_patches", path);
+  v.hidden_size = field<int64_t>(j, "vision.hidden_size", path);
+  v.num_heads = field<int64_t>(j, "vision.num_heads", path);
+  v.num_layers = field<int64_t>(j, "vision.num_layers", path);
+  v.feature_layer = field<int64_t>(j, "vision.feature_layer", path);
+  v.layers_run = field<int64_t>(j, "vision.layers_run", path);
+  require(v.patch_size > 0 && v.image_size % v.patch_size == 0, path, "vision.image_size must be a multiple of vision.patch_size");
+  require(v.num_patches == (v.image_size / v.patch_size) * (v.image_size / v.patch_size), path,
+          "vision.num_patches does not match image_size/patch_size");
+
+  m.projector_in = field<int64_t>(j, "projector.in_features", path);
+  m.projector_out = field<int64_t>(j, "projector.out_features", path);
+
+  auto& t = m.text;
+  t.hidden_size = field<int64_t>(j, "text.hidden_size", path);
+  t.num_layers = field<int64_t>(j, "text.num_layers", path);
+  t.num_heads = field<int64_t>(j, "text.num_heads", path);
+  t.num_kv_heads = field<int64_t>(j, "text.num_kv_heads", path);
+  t.head_dim = field<int64_t>(j, "text.head_dim", path);
+  t.cache_head_dim = field<int64_t>(j, "text.cache_head_dim", path);
+  t.intermediate_size = field<int64_t>(j, "text.intermediate_size", path);
+  t.vocab_size = field<int64_t>(j, "text.vocab_size", path);
+  t.max_position_embeddings = field<int64_t>(j, "text.max_position_embeddings", path);
+  require(t.cache_head_dim > t.head_dim && t.cache_head_dim % 8 == 0, path,
+          "text.cache_head_dim must exceed head_dim and be a multiple of 8");
+  require(m.projector_in == v.hidden_size && m.projector_out == t.hidden_size, path,
+          "projector dims do not connect the vision tower to the decoder");
+
+  auto& k = m.tokens;
+  k.bos_id = field<int64_t>(j, "tokens.bos_id", path);
+  k.eos_id = field<int64_t>(j, "tokens.eos_id", path);
+  k.pad_id = j["tokens"].value("pad_id", int64_t{-1});
+  k.image_token_id = field<int64_t>(j, "tokens.image_token_id", path);
+  k.tokenizer_vocab_size = field<int64_t>(j, "tokens.tokenizer_vocab_size", path);
+  require(k.image_token_id >= 0 && k.image_token_id < t.vocab_size, path, "tokens.image_token_id is outside the vocabulary");
+
+  auto& im = m.image;
+  im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
+  im.size = field<int64_t>(j, "image.size", path);
+  im.mean = field<std::array<float, 3>>(j, "image.mean", path);
+  im.std = field<std::array<float, 3>>(j, "image.std", path);
+  im.pad_color = field<std::array<uint8_t, 3>>(j, "image.pad_color", path);
+  require(im.size == v.image_size, path, "image.size differs from vision.image_size");
+
+  auto& p = m.prompt;
+  p.name = field<std::string>(j, "prompt.template", path);
+  p.system = field<std::string>(j, "prompt.system", path);
+  p.user_role = j["prompt"].value("user_role", p.user_role);
+  p.assistant_role = j["prompt"].value("assistant_role", p.assistant_role);
+  p.sep = j["prompt"].value("sep", p.sep);
+  p.image_placeholder = j["prompt"].value("image_placeholder", p.image_placeholder);
+  return m;
+}
+
+}  // namespace era

@@ -1,0 +1,69 @@
+#pragma once
+// manifest.json of a model bundle (see models/BUNDLE_FORMAT.md): everything the C++ side needs to
+// know about the exported modules, parsed and checked once.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "text/prompt.h"
+
+namespace era {
+
+struct VisionSpec {
+  int64_t image_size = 336;
+  int64_t patch_size = 14;
+  int64_t num_patches = 576;
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t num_layers = 0;
+  int64_t feature_layer = -2;
+  int64_t layers_run = 0;
+};
+
+struct TextSpec {
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t cache_head_dim = 0;  // head_dim + the LAR bias channel, padded to a multiple of 8
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+};
+
+struct TokenSpec {
+  int64_t bos_id = 1;
+  int64_t eos_id = 2;
+  int64_t pad_id = -1;
+  int64_t image_token_id = -1;
+  int64_t tokenizer_vocab_size = 0;
+};
+
+struct ImageSpec {
+  std::string aspect_ratio = "pad";
+  int64_t size = 336;
+  std::array<float, 3> mean{};
+  std::array<float, 3> std{};
+  std::array<uint8_t, 3> pad_color{};
+};
+
+struct Manifest {
+  int format_version = 1;
+  std::string arch;        // "llava-1.5"
+  std::string model_name;
+  std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
+  std::string attention;   // "math" or "sdpa"
+  std::string vision_file, projector_file, decoder_file, tokenizer_file;
+  VisionSpec vision;
+  int64_t projector_in = 0, projector_out = 0;
+  TextSpec text;
+  TokenSpec tokens;
+  ImageSpec image;
+  PromptTemplate prompt;
+};
+
+// Reads and validates DIR/manifest.json; throws era::Error(kBundle) naming the field at fault.
+Manifest read_manifest(const std::string& bundle_dir);
+
+}  // namespace era

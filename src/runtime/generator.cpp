@@ -1,0 +1,74 @@
+#include "runtime/generator.h"
+
+#include <chrono>
+
+namespace era {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence or with the
+// replacement character SentencePiece emits for an incomplete byte-fallback sequence.
+size_t complete_utf8_prefix(const std::string& s) {
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  size_t n = s.size();
+  if (n >= 3 && s.compare(n - 3, 3, kReplacement) == 0) return n - 3;
+  size_t i = n;
+  while (i > 0 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) --i;  // continuation bytes
+  if (i == 0) return n;
+  const unsigned char lead = static_cast<unsigned char>(s[i - 1]);
+  const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return (n - (i - 1) >= need) ? n : i - 1;
+}
+
+}  // namespace
+
+GenerationOutput Generator::run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler,
+                                KvCache& cache, const TextCallback& on_text) {
+  GenerationOutput out;
+  out.finish_reason = "length";
+  if (limits.max_new_tokens <= 0) return out;
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true);
+  int64_t next = sampler.next(logits[0][-1]);
+  out.prefill_ms = ms_since(t0);
+
+  size_t emitted = 0;  // bytes of decoded text already streamed
+  int64_t position = sequence.length();
+  const auto zero_bias = torch::zeros({1, 1}, torch::kFloat);
+  while (true) {
+    if (limits.stop_at_eos && next == eos_id_) {
+      out.finish_reason = "eos";
+      break;
+    }
+    out.tokens.push_back(next);
+    if (on_text) {
+      // Re-decoding the whole answer keeps SentencePiece's spacing rules intact.
+      const std::string text = tokenizer_.decode(out.tokens);
+      const size_t complete = complete_utf8_prefix(text);
+      if (complete > emitted) {
+        if (!on_text(text.substr(emitted, complete - emitted))) {
+          out.finish_reason = "cancelled";
+          break;
+        }
+        emitted = complete;
+      }
+    }
+    if (static_cast<int64_t>(out.tokens.size()) >= limits.max_new_tokens) break;
+
+    t0 = std::chrono::steady_clock::now();
+    const auto embed = decoder_.embed(torch::full({1, 1}, next, torch::kLong));
+    logits = decoder_.forward(embed, torch::full({1, 1}, position, torch::kLong), zero_bias, cache, /*last_only=*/true);
+    next = sampler.next(logits[0][-1]);
+    out.decode_ms.push_back(ms_since(t0));
+    ++position;
+  }
+  out.text = tokenizer_.decode(out.tokens);
+  if (on_text && out.finish_reason != "cancelled" && out.text.size() > emitted) on_text(out.text.substr(emitted));
+  return out;
+}
+
+}  // namespace era

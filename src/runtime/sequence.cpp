@@ -1,0 +1,54 @@
+#include "runtime/sequence.h"
+
+#include <algorithm>
+
+#include "era/error.h"
+
+namespace era {
+
+int64_t PromptSequence::visual_tokens() const {
+  int64_t n = 0;
+  for (const auto& s : segments) n += s.kind == SequenceSegment::Kind::kImage ? s.length : 0;
+  return n;
+}
+
+PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
+                              const std::vector<ReducedTokens>& images) {
+  const auto n_placeholders = std::count(ids.begin(), ids.end(), image_token_id);
+  if (n_placeholders != static_cast<int64_t>(images.size())) {
+    throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(n_placeholders) + " image placeholder(s) but " +
+                                        std::to_string(images.size()) + " image(s) were given");
+  }
+  // One embedding call for all text: the placeholder rows are computed and then dropped.
+  const auto text = decoder.embed(torch::tensor(ids, torch::kLong).unsqueeze(0)).squeeze(0);
+  std::vector<torch::Tensor> embeds, biases;
+  PromptSequence seq;
+  int64_t pos = 0, run_start = 0;
+  auto flush_text = [&](int64_t end) {
+    if (end > run_start) {
+      embeds.push_back(text.slice(0, run_start, end));
+      biases.push_back(torch::zeros({end - run_start}, torch::kFloat));
+      seq.segments.push_back({SequenceSegment::Kind::kText, pos, end - run_start});
+      pos += end - run_start;
+    }
+  };
+  int image = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(ids.size()); ++i) {
+    if (ids[i] != image_token_id) continue;
+    flush_text(i);
+    const auto& tokens = images[image];
+    embeds.push_back(tokens.embeddings.to(text.device(), text.scalar_type()));
+    biases.push_back(tokens.log_bias.to(torch::kCPU, torch::kFloat));
+    seq.segments.push_back({SequenceSegment::Kind::kImage, pos, tokens.embeddings.size(0), image});
+    pos += tokens.embeddings.size(0);
+    ++image;
+    run_start = i + 1;
+  }
+  flush_text(static_cast<int64_t>(ids.size()));
+  seq.embeds = torch::cat(embeds, 0).unsqueeze(0);
+  seq.positions = torch::arange(pos, torch::kLong).unsqueeze(0);
+  seq.key_log_bias = torch::cat(biases, 0).unsqueeze(0);
+  return seq;
+}
+
+}  // namespace era

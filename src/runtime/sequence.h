@@ -1,0 +1,36 @@
+#pragma once
+// Stage 4: the decoder's input sequence. Text embeddings and each image's (reduced) visual tokens
+// are spliced where the prompt's image placeholders were; positions are compacted 0..L-1 and
+// every position carries its LAR key bias (0 for text).
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+#include "model/decoder.h"
+#include "reduce/reducer.h"
+
+namespace era {
+
+struct SequenceSegment {
+  enum class Kind { kText, kImage } kind;
+  int64_t start;        // first position in the sequence
+  int64_t length;
+  int image_index = -1;  // for image segments
+};
+
+struct PromptSequence {
+  torch::Tensor embeds;        // [1, L, D] model dtype
+  torch::Tensor positions;     // [1, L] int64
+  torch::Tensor key_log_bias;  // [1, L] float32
+  std::vector<SequenceSegment> segments;
+  int64_t length() const { return embeds.size(1); }
+  int64_t visual_tokens() const;
+  int64_t text_tokens() const { return length() - visual_tokens(); }
+};
+
+// `ids` holds one `image_token_id` per image, in order; `images[i]` replaces the i-th one.
+PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
+                              const std::vector<ReducedTokens>& images);
+
+}  // namespace era

@@ -1,0 +1,171 @@
+// era_infer end to end: a real answer with stats and debug dumps, and every kind of bad input
+// giving one clear error line and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "util/npy.h"
+
+namespace era {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string infer(const std::string& args) {
+  return test::era_infer_path() + " -m " + test::bundle_dir() + " " + args;
+}
+std::string sample_png() { return test::source_dir() + "/tests/data/sample.png"; }
+
+// One line on stderr that starts with "era_infer: error:" and contains `needle`; exit code 2 or 3.
+void expect_clean_error(const test::CommandResult& r, const std::string& needle) {
+  EXPECT_TRUE(r.exit_code == 2 || r.exit_code == 3) << "exit code " << r.exit_code << "\nstderr: " << r.err;
+  EXPECT_EQ(r.err.rfind("era_infer: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+}
+
+TEST(EraInfer, AnswersWithStats) {
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is in the picture?' -n 12 --stats"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--- era stats ---"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("visual 576"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv cache"), std::string::npos) << r.out;
+}
+
+TEST(EraInfer, JsonOutputAndDumpsMatchReferences) {
+  const auto dir = test::scratch_dir("era_infer_dumps");
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is shown in this image?' -n 8 --json --ignore-eos" +
+                                         " --dump-preprocessed " + dir + "/pixels.npy --dump-tokens " + dir + "/tokens.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tokens"].size(), 8u);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["stats"]["visual_tokens"], 576);
+  EXPECT_EQ(j["stats"]["decode_step_ms"].size(), 7u);
+
+  // The pixels fed to the vision tower are exactly Pillow's (the eager reference's input).
+  const auto pixels = read_npy(dir + "/pixels.npy");
+  const auto want = read_npy(test::testdata_dir() + "/logits/pixel_values.npy");
+  ASSERT_EQ(pixels.sizes(), want.sizes());
+  EXPECT_TRUE(torch::equal(pixels, want));
+  // And the prompt ids are Python sentencepiece's.
+  const auto tokens = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
+  const auto ref = nlohmann::json::parse(test::read_file(test::testdata_dir() + "/logits/input_ids.json"));
+  EXPECT_EQ(tokens["ids"], ref["ids"]);
+  EXPECT_EQ(tokens["image_positions"].size(), 1u);
+}
+
+TEST(EraInfer, GreedyIsDeterministicAndSamplingFollowsTheSeed) {
+  const auto base = infer("--image " + sample_png() + " -p 'Describe it.' -n 10 --json --ignore-eos");
+  const auto a = nlohmann::json::parse(test::run_command(base).out);
+  const auto b = nlohmann::json::parse(test::run_command(base).out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  const auto s1 = nlohmann::json::parse(test::run_command(base + " --temp 1.5 --seed 3").out);
+  const auto s2 = nlohmann::json::parse(test::run_command(base + " --temp 1.5 --seed 3").out);
+  const auto s3 = nlohmann::json::parse(test::run_command(base + " --temp 1.5 --seed 4").out);
+  EXPECT_EQ(s1["tokens"], s2["tokens"]);
+  EXPECT_NE(s1["tokens"], s3["tokens"]);
+}
+
+TEST(EraInferErrors, MissingImage) {
+  expect_clean_error(test::run_command(infer("--image /no/such/image.png -p hi")), "/no/such/image.png");
+}
+
+TEST(EraInferErrors, ZeroByteImage) {
+  const auto path = test::scratch_dir("zero") + "/empty.jpg";
+  std::ofstream(path).close();
+  expect_clean_error(test::run_command(infer("--image " + path + " -p hi")), path);
+}
+
+TEST(EraInferErrors, TruncatedJpeg) {
+  const auto path = test::scratch_dir("trunc") + "/truncated.jpg";
+  const auto bytes = test::read_file(test::source_dir() + "/tests/data/sample.jpg");
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_clean_error(test::run_command(infer("--image " + path + " -p hi")), path);
+}
+
+TEST(EraInferErrors, TextFileNamedJpg) {
+  const auto path = test::scratch_dir("text") + "/notes.jpg";
+  std::ofstream(path) << "this is not an image\n";
+  expect_clean_error(test::run_command(infer("--image " + path + " -p hi")), path);
+}
+
+TEST(EraInferErrors, ImageOverPixelLimit) {
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p hi --max-image-pixels 1000"));
+  expect_clean_error(r, sample_png());
+  EXPECT_NE(r.err.find("640"), std::string::npos) << r.err;
+}
+
+TEST(EraInferErrors, MissingBundle) {
+  const auto r = test::run_command(test::era_infer_path() + " -m /no/such/bundle --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "/no/such/bundle");
+}
+
+// A copy of the test bundle with one thing damaged.
+std::string damaged_bundle(const std::string& name) {
+  const auto dir = test::scratch_dir(name) + "/bundle";
+  fs::copy(test::bundle_dir(), dir, fs::copy_options::recursive);
+  return dir;
+}
+
+TEST(EraInferErrors, BundleMissingModule) {
+  const auto dir = damaged_bundle("missing_module");
+  fs::remove(dir + "/decoder.pt");
+  const auto r = test::run_command(test::era_infer_path() + " -m " + dir + " --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "decoder.pt");
+}
+
+TEST(EraInferErrors, BundleWrongModule) {
+  const auto dir = damaged_bundle("wrong_module");
+  fs::copy_file(dir + "/projector.pt", dir + "/decoder.pt", fs::copy_options::overwrite_existing);
+  const auto r = test::run_command(test::era_infer_path() + " -m " + dir + " --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "decoder.pt");
+}
+
+TEST(EraInferErrors, BundleWrongShapedModule) {
+  // The manifest now describes a model with another vocabulary than the exported decoder.
+  const auto dir = damaged_bundle("wrong_shape");
+  auto manifest = nlohmann::json::parse(test::read_file(dir + "/manifest.json"));
+  manifest["text"]["vocab_size"] = manifest["text"]["vocab_size"].get<int64_t>() * 2;
+  std::ofstream(dir + "/manifest.json") << manifest.dump(1);
+  const auto r = test::run_command(test::era_infer_path() + " -m " + dir + " --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "embed_tokens.weight");
+}
+
+TEST(EraInferErrors, DecoderFromAnotherModel) {
+  const auto dir = damaged_bundle("other_model");
+  fs::copy_file(test::testdata_dir() + "/bundle-other/decoder.pt", dir + "/decoder.pt", fs::copy_options::overwrite_existing);
+  const auto r = test::run_command(test::era_infer_path() + " -m " + dir + " --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "decoder.pt");
+  EXPECT_NE(r.err.find("another model"), std::string::npos) << r.err;
+}
+
+TEST(EraInferErrors, CorruptModuleFile) {
+  const auto dir = damaged_bundle("corrupt_module");
+  std::ofstream(dir + "/vision.pt", std::ios::binary | std::ios::trunc) << "garbage";
+  const auto r = test::run_command(test::era_infer_path() + " -m " + dir + " --image " + sample_png() + " -p hi");
+  expect_clean_error(r, "vision.pt");
+}
+
+TEST(EraInferErrors, OverLongPrompt) {
+  std::string prompt;
+  for (int i = 0; i < 1500; ++i) prompt += "word ";
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p '" + prompt + "'"));
+  expect_clean_error(r, "prompt too long");
+}
+
+TEST(EraInferErrors, PlaceholderCountMismatch) {
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p '<image> and <image>'"));
+  expect_clean_error(r, "placeholder");
+}
+
+TEST(EraInferErrors, BadOptionValue) {
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p hi --top-p 0"));
+  expect_clean_error(r, "top-p");
+}
+
+}  // namespace
+}  // namespace era

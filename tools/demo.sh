@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The demo: install + build, make a small random-weight LLaVA-1.5 checkpoint in the HF layout,
+# export it to a bundle, and ask era_infer about the bundled sample image (with stats).
+# The weights are random, so the answer is gibberish: this shows the machinery, not a model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+CKPT=models/demo-checkpoint/tiny-llava-1.5
+BUNDLE=models/tiny-llava-1.5
+if [ ! -f "$BUNDLE/manifest.json" ]; then
+  /usr/bin/python3 tools/make_tiny_llava.py --arch llava-1.5 --seed 0 --out "$CKPT"
+  /usr/bin/python3 tools/export_llava.py --checkpoint "$CKPT" --out "$BUNDLE"
+fi
+./build/era_infer -m "$BUNDLE" --image tests/data/sample.png -p "What is in this picture?" -n 24 --stats "$@"

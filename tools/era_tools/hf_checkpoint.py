@@ -1,0 +1,483 @@
+"""Load and validate an HF LLaVA-1.5 checkpoint folder (`LlavaForConditionalGeneration`).
+
+What is read:
+  config.json               with HF's class defaults filled in for every field we use (the llava-hf
+                            configs only store the fields that differ from LlamaConfig /
+                            CLIPVisionConfig defaults, so reading them naively gives wrong dims)
+  preprocessor_config.json  image mean/std, crop size, resample (optional; CLIP defaults)
+  tokenizer.model           SentencePiece model (required: the C++ side tokenises with it)
+  weights                   see safetensors_io.load_weights_folder
+
+Two parameter-name layouts are accepted and mapped to one canonical naming per part, which is the
+naming of the modules in llava_model.py:
+  llava-hf (transformers < 4.52)    language_model.model.X / language_model.lm_head.weight /
+                                    vision_tower.vision_model.X / multi_modal_projector.X
+  transformers >= 4.52              model.language_model.X / lm_head.weight /
+                                    model.vision_tower.vision_model.X / model.multi_modal_projector.X
+
+Every tensor the exported model needs is checked for presence and shape against the config, and
+errors name the tensor as it is spelled in the checkpoint. Everything a user can get wrong raises
+`CheckpointError` (or `WeightsFileError` for unreadable weight files) with a message naming the
+file or tensor.
+"""
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from .safetensors_io import WeightsFileError, load_weights_folder, weights_files
+
+CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
+PIL_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box",
+                      5: "hamming"}
+
+# transformers' class defaults (LlamaConfig, CLIPVisionConfig), used for every absent field.
+LLAMA_DEFAULTS = {
+    "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
+    "hidden_act": "silu", "max_position_embeddings": 2048, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+    "tie_word_embeddings": False,
+}
+CLIP_VISION_DEFAULTS = {
+    "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 32,
+    "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5,
+}
+# LlavaConfig builds this CLIP-L/14-336 config when config.json has no vision_config at all.
+LLAVA_DEFAULT_VISION = dict(CLIP_VISION_DEFAULTS, hidden_size=1024, intermediate_size=4096,
+                            num_hidden_layers=24, num_attention_heads=16, image_size=336,
+                            patch_size=14)
+
+# checkpoint-name prefix -> (part, canonical prefix). Both layouts; matched longest first.
+_PREFIXES = [
+    ("model.vision_tower.vision_model.", "vision", ""),
+    ("model.multi_modal_projector.", "projector", ""),
+    ("model.language_model.", "text", ""),
+    ("language_model.model.", "text", ""),
+    ("language_model.lm_head.", "text", "lm_head."),
+    ("vision_tower.vision_model.", "vision", ""),
+    ("multi_modal_projector.", "projector", ""),
+    ("lm_head.", "text", "lm_head."),
+]
+_LAYOUT_OF_PREFIX = {
+    "model.vision_tower.vision_model.": "transformers>=4.52",
+    "model.multi_modal_projector.": "transformers>=4.52",
+    "model.language_model.": "transformers>=4.52",
+    "lm_head.": "transformers>=4.52",
+}
+
+
+class CheckpointError(ValueError):
+    """The folder is not a usable LLaVA-1.5 checkpoint. The message names the file / tensor."""
+
+
+@dataclass
+class VisionConfig:
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_channels: int
+    image_size: int
+    patch_size: int
+    layer_norm_eps: float
+    hidden_act: str
+    feature_layer: int
+    select_strategy: str
+
+    @property
+    def head_dim(self):
+        return self.hidden_size // self.num_heads
+
+    @property
+    def grid(self):
+        return self.image_size // self.patch_size
+
+    @property
+    def num_patches(self):
+        return self.grid * self.grid
+
+    @property
+    def layers_run(self):
+        """Encoder layers that run: HF hidden_states[k] is the output of layer k-1 (index 0 is the
+        embeddings), so hidden_states[-2] of 24 layers needs 24 + 1 - 2 = 23 layers."""
+        if self.feature_layer < 0:
+            return self.num_layers + 1 + self.feature_layer
+        return self.feature_layer
+
+
+@dataclass
+class TextConfig:
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int
+    rms_norm_eps: float
+    rope_theta: float
+    tie_word_embeddings: bool
+
+    @property
+    def cache_head_dim(self):
+        """head_dim + 1 (the LAR bias channel) rounded up to a multiple of 8."""
+        return int(math.ceil((self.head_dim + 1) / 8.0)) * 8
+
+
+@dataclass
+class Preprocessor:
+    mean: list = field(default_factory=lambda: list(CLIP_MEAN))
+    std: list = field(default_factory=lambda: list(CLIP_STD))
+    crop_size: int = 336
+    resample: str = "bicubic"
+    present: bool = False
+
+
+@dataclass
+class LlavaConfig:
+    vision: VisionConfig
+    text: TextConfig
+    image_token_id: int
+    pad_token_id: int
+    projector_act: str
+    projector_bias: bool
+    raw: dict
+
+
+@dataclass
+class LlavaCheckpoint:
+    folder: str
+    config: LlavaConfig
+    preprocessor: Preprocessor
+    tokenizer_path: str
+    tokenizer_vocab_size: int
+    bos_id: int
+    eos_id: int
+    layout: str = ""
+    weights_file: str = ""
+    # canonical name -> tensor, one dict per module (names as in llava_model.py)
+    vision: dict = field(default_factory=dict)
+    projector: dict = field(default_factory=dict)
+    text: dict = field(default_factory=dict)
+    ignored: list = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------------
+# config
+
+def _read_json(path, what):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: {what} not found") from None
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: {what} is not a JSON object")
+    return data
+
+
+def _filled(section, defaults):
+    out = dict(defaults)
+    out.update(section or {})
+    return out
+
+
+def _int(cfg, key, where):
+    v = cfg.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise CheckpointError(f"{where}: {key} must be a positive integer, got {v!r}")
+    return v
+
+
+def load_config(folder):
+    path = os.path.join(folder, "config.json")
+    raw = _read_json(path, "config.json")
+    model_type = raw.get("model_type")
+    archs = raw.get("architectures") or []
+    if model_type != "llava" or (archs and "LlavaForConditionalGeneration" not in archs):
+        raise CheckpointError(
+            f"{path}: not a LLaVA-1.5 checkpoint (model_type={model_type!r}, "
+            f"architectures={archs!r}; expected model_type 'llava' / LlavaForConditionalGeneration)")
+
+    # ---- text (LLaMA)
+    tc_raw = raw.get("text_config")
+    if tc_raw is not None and tc_raw.get("model_type", "llama") != "llama":
+        raise CheckpointError(f"{path}: text_config.model_type {tc_raw.get('model_type')!r} is not "
+                              f"supported (only llama)")
+    tc = _filled(tc_raw, LLAMA_DEFAULTS)
+    if tc_raw is None or "vocab_size" not in tc_raw:
+        # very old llava configs kept the vocabulary size at the top level only
+        tc["vocab_size"] = raw.get("vocab_size", tc["vocab_size"])
+    where = f"{path}: text_config"
+    # transformers v5 moves rope_theta into rope_parameters
+    rope_params = tc.get("rope_parameters")
+    if isinstance(rope_params, dict):
+        if rope_params.get("rope_type", "default") != "default":
+            raise CheckpointError(f"{where}: rope_parameters {rope_params!r} not supported")
+        tc["rope_theta"] = rope_params.get("rope_theta", tc["rope_theta"])
+    if tc.get("rope_scaling"):
+        scaling = tc["rope_scaling"]
+        if not (isinstance(scaling, dict) and
+                scaling.get("rope_type", scaling.get("type")) == "default"):
+            raise CheckpointError(f"{where}: rope_scaling {scaling!r} is not supported")
+    if tc.get("hidden_act") != "silu":
+        raise CheckpointError(f"{where}: hidden_act {tc.get('hidden_act')!r} not supported (silu)")
+    if tc.get("attention_bias") or tc.get("mlp_bias"):
+        raise CheckpointError(f"{where}: attention_bias / mlp_bias are not supported")
+    hidden = _int(tc, "hidden_size", where)
+    heads = _int(tc, "num_attention_heads", where)
+    if tc.get("num_key_value_heads") is None:
+        tc["num_key_value_heads"] = heads
+    kv_heads = _int(tc, "num_key_value_heads", where)
+    head_dim = tc.get("head_dim") or hidden // heads
+    if heads % kv_heads:
+        raise CheckpointError(f"{where}: num_attention_heads {heads} is not a multiple of "
+                              f"num_key_value_heads {kv_heads}")
+    if head_dim % 2 or (tc.get("head_dim") is None and hidden % heads):
+        raise CheckpointError(f"{where}: hidden_size {hidden} / num_attention_heads {heads} does "
+                              f"not give an even head_dim")
+    text = TextConfig(
+        hidden_size=hidden, intermediate_size=_int(tc, "intermediate_size", where),
+        num_layers=_int(tc, "num_hidden_layers", where), num_heads=heads, num_kv_heads=kv_heads,
+        head_dim=int(head_dim), vocab_size=_int(tc, "vocab_size", where),
+        max_position_embeddings=_int(tc, "max_position_embeddings", where),
+        rms_norm_eps=float(tc["rms_norm_eps"]), rope_theta=float(tc["rope_theta"]),
+        tie_word_embeddings=bool((tc_raw or {}).get("tie_word_embeddings",
+                                                    raw.get("tie_word_embeddings", False))))
+
+    # ---- vision (CLIP)
+    vc_raw = raw.get("vision_config")
+    if vc_raw is not None and vc_raw.get("model_type", "clip_vision_model") != "clip_vision_model":
+        raise CheckpointError(f"{path}: vision_config.model_type {vc_raw.get('model_type')!r} is "
+                              f"not supported (only clip_vision_model)")
+    vc = _filled(vc_raw, CLIP_VISION_DEFAULTS) if vc_raw is not None else dict(LLAVA_DEFAULT_VISION)
+    where = f"{path}: vision_config"
+    if vc.get("hidden_act") != "quick_gelu":
+        raise CheckpointError(f"{where}: hidden_act {vc.get('hidden_act')!r} not supported "
+                              f"(quick_gelu)")
+    feature_layer = raw.get("vision_feature_layer", -2)
+    if isinstance(feature_layer, bool) or not isinstance(feature_layer, int):
+        raise CheckpointError(f"{path}: vision_feature_layer {feature_layer!r} not supported "
+                              f"(a single int)")
+    strategy = raw.get("vision_feature_select_strategy", "default")
+    if strategy != "default":
+        raise CheckpointError(f"{path}: vision_feature_select_strategy {strategy!r} not supported "
+                              f"(default)")
+    vision = VisionConfig(
+        hidden_size=_int(vc, "hidden_size", where),
+        intermediate_size=_int(vc, "intermediate_size", where),
+        num_layers=_int(vc, "num_hidden_layers", where),
+        num_heads=_int(vc, "num_attention_heads", where),
+        num_channels=_int(vc, "num_channels", where), image_size=_int(vc, "image_size", where),
+        patch_size=_int(vc, "patch_size", where), layer_norm_eps=float(vc["layer_norm_eps"]),
+        hidden_act=vc["hidden_act"], feature_layer=feature_layer, select_strategy=strategy)
+    if vision.hidden_size % vision.num_heads:
+        raise CheckpointError(f"{where}: hidden_size not divisible by num_attention_heads")
+    if vision.image_size % vision.patch_size:
+        raise CheckpointError(f"{where}: image_size not divisible by patch_size")
+    if not 1 <= vision.layers_run <= vision.num_layers:
+        raise CheckpointError(f"{path}: vision_feature_layer {feature_layer} is out of range for "
+                              f"{vision.num_layers} layers")
+
+    act = raw.get("projector_hidden_act", "gelu")
+    if act != "gelu":
+        raise CheckpointError(f"{path}: projector_hidden_act {act!r} not supported (gelu)")
+    image_token = raw.get("image_token_index", raw.get("image_token_id", 32000))
+    pad = raw.get("pad_token_id", (tc_raw or {}).get("pad_token_id"))
+    if not isinstance(image_token, int) or not 0 <= image_token < text.vocab_size:
+        raise CheckpointError(f"{path}: image_token_index {image_token!r} is outside the "
+                              f"vocabulary (vocab_size {text.vocab_size})")
+    if pad is None:
+        pad = -1
+    return LlavaConfig(vision=vision, text=text, image_token_id=image_token, pad_token_id=pad,
+                       projector_act=act,
+                       projector_bias=bool(raw.get("multimodal_projector_bias", True)), raw=raw)
+
+
+def load_preprocessor(folder, vision):
+    path = os.path.join(folder, "preprocessor_config.json")
+    if not os.path.isfile(path):
+        return Preprocessor(crop_size=vision.image_size)
+    pc = _read_json(path, "preprocessor_config.json")
+    mean, std = pc.get("image_mean", CLIP_MEAN), pc.get("image_std", CLIP_STD)
+    for key, v in (("image_mean", mean), ("image_std", std)):
+        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
+            raise CheckpointError(f"{path}: {key} must be a list of 3 numbers, got {v!r}")
+    if any(s <= 0 for s in std):
+        raise CheckpointError(f"{path}: image_std must be positive")
+    crop = pc.get("crop_size", vision.image_size)
+    if isinstance(crop, dict):
+        crop = crop.get("height", crop.get("shortest_edge", vision.image_size))
+    if crop != vision.image_size:
+        raise CheckpointError(f"{path}: crop_size {crop} differs from the vision tower's "
+                              f"image_size {vision.image_size}")
+    resample = PIL_RESAMPLE_NAMES.get(pc.get("resample", 3))
+    if resample is None:
+        raise CheckpointError(f"{path}: unknown resample {pc.get('resample')!r}")
+    return Preprocessor(mean=[float(x) for x in mean], std=[float(x) for x in std],
+                        crop_size=int(crop), resample=resample, present=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# weights
+
+def expected_shapes(cfg):
+    """Canonical name -> shape for everything the exported modules need, per part."""
+    v, t = cfg.vision, cfg.text
+    C, I, P = v.hidden_size, v.intermediate_size, v.patch_size
+    vision = {
+        "embeddings.class_embedding": [C],
+        "embeddings.patch_embedding.weight": [C, v.num_channels, P, P],
+        "embeddings.position_embedding.weight": [v.num_patches + 1, C],
+        "pre_layrnorm.weight": [C], "pre_layrnorm.bias": [C],
+    }
+    for i in range(v.layers_run):
+        p = f"encoder.layers.{i}."
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            vision[p + f"self_attn.{proj}.weight"] = [C, C]
+            vision[p + f"self_attn.{proj}.bias"] = [C]
+        for ln in ("layer_norm1", "layer_norm2"):
+            vision[p + f"{ln}.weight"] = [C]
+            vision[p + f"{ln}.bias"] = [C]
+        vision[p + "mlp.fc1.weight"] = [I, C]
+        vision[p + "mlp.fc1.bias"] = [I]
+        vision[p + "mlp.fc2.weight"] = [C, I]
+        vision[p + "mlp.fc2.bias"] = [C]
+
+    D = t.hidden_size
+    projector = {"linear_1.weight": [D, C], "linear_2.weight": [D, D]}
+    if cfg.projector_bias:
+        projector.update({"linear_1.bias": [D], "linear_2.bias": [D]})
+
+    q_out, kv_out = t.num_heads * t.head_dim, t.num_kv_heads * t.head_dim
+    text = {"embed_tokens.weight": [t.vocab_size, D], "norm.weight": [D],
+            "lm_head.weight": [t.vocab_size, D]}
+    for i in range(t.num_layers):
+        p = f"layers.{i}."
+        text[p + "self_attn.q_proj.weight"] = [q_out, D]
+        text[p + "self_attn.k_proj.weight"] = [kv_out, D]
+        text[p + "self_attn.v_proj.weight"] = [kv_out, D]
+        text[p + "self_attn.o_proj.weight"] = [D, q_out]
+        text[p + "mlp.gate_proj.weight"] = [t.intermediate_size, D]
+        text[p + "mlp.up_proj.weight"] = [t.intermediate_size, D]
+        text[p + "mlp.down_proj.weight"] = [D, t.intermediate_size]
+        text[p + "input_layernorm.weight"] = [D]
+        text[p + "post_attention_layernorm.weight"] = [D]
+    return {"vision": vision, "projector": projector, "text": text}
+
+
+def split_state_dict(tensors):
+    """Checkpoint names -> ({part: {canonical: tensor}}, {(part, canonical): checkpoint name},
+    layouts seen, names that belong to no part)."""
+    parts = {"vision": {}, "projector": {}, "text": {}}
+    origin, layouts, unknown = {}, set(), []
+    for name, t in tensors.items():
+        for prefix, part, canon_prefix in _PREFIXES:
+            if name.startswith(prefix):
+                canon = canon_prefix + name[len(prefix):]
+                if canon in parts[part]:
+                    raise CheckpointError(f"tensor '{name}' and '{origin[(part, canon)]}' are the "
+                                          f"same parameter in two name layouts")
+                parts[part][canon] = t
+                origin[(part, canon)] = name
+                layouts.add(_LAYOUT_OF_PREFIX.get(prefix, "llava-hf"))
+                break
+        else:
+            unknown.append(name)
+    return parts, origin, layouts, unknown
+
+
+def _checkpoint_name(part, canon, layout):
+    """How a canonical name is spelled in the checkpoint's layout (for error messages)."""
+    new = layout == "transformers>=4.52"
+    if part == "text":
+        if canon.startswith("lm_head."):
+            return canon if new else "language_model." + canon
+        return ("model.language_model." if new else "language_model.model.") + canon
+    if part == "vision":
+        return ("model." if new else "") + "vision_tower.vision_model." + canon
+    return ("model." if new else "") + "multi_modal_projector." + canon
+
+
+def load_checkpoint(folder, load_weights=True):
+    """Validate `folder` and return a LlavaCheckpoint (with tensors unless load_weights=False)."""
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        what = "is not a folder" if os.path.exists(folder) else "checkpoint folder not found"
+        raise CheckpointError(f"{folder}: {what}")
+    cfg = load_config(folder)
+    pre = load_preprocessor(folder, cfg.vision)
+
+    tok = os.path.join(folder, "tokenizer.model")
+    if not os.path.isfile(tok):
+        raise CheckpointError(f"{tok}: tokenizer.model not found (the SentencePiece model is "
+                              f"required)")
+    import sentencepiece as spm
+    try:
+        sp = spm.SentencePieceProcessor(model_file=tok)
+    except Exception as e:  # sentencepiece raises OSError or RuntimeError depending on version
+        raise CheckpointError(f"{tok}: not a SentencePiece model ({e})") from None
+    tok_vocab = sp.get_piece_size()
+    if tok_vocab > cfg.text.vocab_size:
+        raise CheckpointError(f"{tok}: tokenizer has {tok_vocab} pieces, more than the model's "
+                              f"vocab_size {cfg.text.vocab_size}")
+    ckpt = LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
+                           tokenizer_vocab_size=tok_vocab, bos_id=sp.bos_id(), eos_id=sp.eos_id())
+    if not load_weights:
+        return ckpt
+
+    ckpt.weights_file = weights_files(folder) or ""
+    tensors = load_weights_folder(folder)  # raises WeightsFileError naming the file
+    parts, origin, layouts, unknown = split_state_dict(tensors)
+    del tensors
+    if not layouts:
+        raise CheckpointError(f"{os.path.join(folder, ckpt.weights_file)}: no LLaVA tensors found "
+                              f"(expected names starting with 'language_model.' or "
+                              f"'model.language_model.')")
+    ckpt.layout = " + ".join(sorted(layouts))
+    layout = "transformers>=4.52" if layouts == {"transformers>=4.52"} else "llava-hf"
+
+    if cfg.text.tie_word_embeddings and "lm_head.weight" not in parts["text"] \
+            and "embed_tokens.weight" in parts["text"]:
+        parts["text"]["lm_head.weight"] = parts["text"]["embed_tokens.weight"]
+
+    expected = expected_shapes(cfg)
+    missing, bad_shape, bad_dtype = [], [], []
+    for part, shapes in expected.items():
+        for canon, shape in shapes.items():
+            name = origin.get((part, canon), _checkpoint_name(part, canon, layout))
+            t = parts[part].get(canon)
+            if t is None:
+                missing.append(name)
+            elif list(t.shape) != shape:
+                bad_shape.append(f"{name}: expected {shape}, got {list(t.shape)}")
+            elif not t.is_floating_point():
+                bad_dtype.append(f"{name}: dtype {t.dtype} is not floating point")
+    where = os.path.join(folder, ckpt.weights_file)
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" (and {len(missing) - 8} more)" if len(missing) > 8
+                                          else "")
+        raise CheckpointError(f"{where}: missing {len(missing)} tensor(s): {shown}")
+    if bad_shape:
+        raise CheckpointError(f"{where}: tensor shape does not match config.json: "
+                              + "; ".join(bad_shape[:8]))
+    if bad_dtype:
+        raise CheckpointError(f"{where}: " + "; ".join(bad_dtype[:8]))
+
+    for part, shapes in expected.items():
+        setattr(ckpt, part, {canon: parts[part][canon] for canon in shapes})
+        ckpt.ignored.extend(origin[(part, c)] for c in parts[part] if c not in shapes
+                            and (part, c) in origin)
+    ckpt.ignored.extend(unknown)
+    return ckpt
+
+
+__all__ = ["CheckpointError", "WeightsFileError", "LlavaCheckpoint", "LlavaConfig", "TextConfig",
+           "VisionConfig", "Preprocessor", "load_config", "load_checkpoint", "expected_shapes",
+           "split_state_dict"]

@@ -1,0 +1,499 @@
+"""Eager PyTorch LLaVA-1.5 modules, written to be `torch.jit.script`-able under torch 1.13 and 2.x.
+
+These are what `tools/export_llava.py` scripts into the bundle (see models/BUNDLE_FORMAT.md for the
+exact interfaces) and what `tests/python/make_logit_refs.py` runs as the eager reference.
+
+  VisionTower   CLIP ViT up to the feature layer; also returns the CLS-query attention row of
+                that layer (ERA's saliency map) as logits and probabilities, in float32
+  Projector     Linear -> exact (erf) GELU -> Linear
+  LlamaDecoder  LLaMA with the LAR attention in its "augmented key dimension" form and an
+                in-place KV cache; the attention core is picked at construction:
+                  "math"  matmul + float32 softmax (works everywhere, the only one on torch 1.13)
+                  "sdpa"  F.scaled_dot_product_attention(scale=...) (torch >= 2.1)
+                The cores are separate classes, so TorchScript only ever compiles the chosen one.
+  ExplicitLlamaDecoder  eager-only reference: no cache, plain [K, V] of width head_dim and
+                `softmax(QK^T/sqrt(d) + log_b[key] + causal) V` recomputed from scratch. This is the
+                independent formula the C++ and exporter tests compare against.
+
+Numerics follow HF transformers: RMSNorm variance in float32, normalised value cast back to the
+model dtype before the weight multiply; RoPE inv_freq / cos / sin in float32, cast to the model
+dtype; NeoX rotate_half layout; decoder logits returned as float32.
+"""
+import math
+import re
+from typing import Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ATTENTION_MODES = ("math", "sdpa", "explicit")
+
+
+def torch_version():
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def sdpa_available():
+    """F.scaled_dot_product_attention with the `scale=` argument arrived in torch 2.1."""
+    return torch_version() >= (2, 1) and hasattr(F, "scaled_dot_product_attention")
+
+
+def resolve_attention(mode):
+    """'auto' -> 'sdpa' where available, else 'math'. Raises ValueError for an unusable mode."""
+    if mode == "auto":
+        return "sdpa" if sdpa_available() else "math"
+    if mode not in ATTENTION_MODES:
+        raise ValueError(f"unknown attention mode {mode!r} (auto, {', '.join(ATTENTION_MODES)})")
+    if mode == "sdpa" and not sdpa_available():
+        raise ValueError(f"attention 'sdpa' needs torch >= 2.1 (this is torch {torch.__version__})")
+    return mode
+
+
+# ================================================================================================
+# vision tower (CLIP ViT)
+
+def quick_gelu(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(1.702 * x)
+
+
+class CLIPEmbeddings(nn.Module):
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        C, P = cfg.hidden_size, cfg.patch_size
+        self.patch_embedding = nn.Conv2d(cfg.num_channels, C, P, stride=P, bias=False, **kw)
+        self.class_embedding = nn.Parameter(torch.randn(C, **kw))
+        self.position_embedding = nn.Embedding(cfg.num_patches + 1, C, **kw)
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        x = self.patch_embedding(pixel_values.to(self.patch_embedding.weight.dtype))
+        x = x.flatten(2).transpose(1, 2)  # [B, N, C], raster order
+        cls = self.class_embedding.view(1, 1, -1).expand(x.shape[0], 1, x.shape[2])
+        x = torch.cat([cls, x], dim=1)
+        return x + self.position_embedding.weight.unsqueeze(0)
+
+
+class CLIPAttention(nn.Module):
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        C = cfg.hidden_size
+        self.num_heads = cfg.num_heads
+        self.head_dim = C // cfg.num_heads
+        self.scale = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(C, C, **kw)
+        self.k_proj = nn.Linear(C, C, **kw)
+        self.v_proj = nn.Linear(C, C, **kw)
+        self.out_proj = nn.Linear(C, C, **kw)
+
+    def forward(self, x: torch.Tensor, need_cls: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        B, N, C = x.shape
+        q = self.q_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(B, N, C)
+        if need_cls:
+            # The saliency row, recomputed in float32 from the model-dtype q/k (in fp16 the
+            # in-kernel scores are too coarse to rank tokens): [B, H, N] incl. the CLS column.
+            cls_logits = torch.matmul(q[:, :, 0:1].float(),
+                                      k.float().transpose(-1, -2)).squeeze(2) * self.scale
+        else:
+            cls_logits = torch.zeros(0, device=x.device)
+        return self.out_proj(out), cls_logits
+
+
+class CLIPMLP(nn.Module):
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.fc1 = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.fc2 = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(quick_gelu(self.fc1(x)))
+
+
+class CLIPEncoderLayer(nn.Module):
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.layer_norm1 = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.self_attn = CLIPAttention(cfg, **kw)
+        self.layer_norm2 = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.mlp = CLIPMLP(cfg, **kw)
+
+    def forward(self, x: torch.Tensor, need_cls: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        h, cls_logits = self.self_attn(self.layer_norm1(x), need_cls)
+        x = x + h
+        x = x + self.mlp(self.layer_norm2(x))
+        return x, cls_logits
+
+
+class CLIPEncoder(nn.Module):
+    """Only the first `layers_run` layers exist: the ones after the feature layer never run."""
+
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [CLIPEncoderLayer(cfg, device=device, dtype=dtype) for _ in range(cfg.layers_run)])
+        self.num_layers = cfg.layers_run
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        cls_logits = torch.zeros(0, device=x.device)
+        for i, layer in enumerate(self.layers):
+            x, c = layer(x, i == self.num_layers - 1)
+            if i == self.num_layers - 1:
+                cls_logits = c
+        return x, cls_logits
+
+
+class VisionTower(nn.Module):
+    """pixels [B,3,S,S] float32 -> (features [B,N,C] model dtype, CLS logits [B,H,N] f32,
+    CLS probs [B,H,N] f32). Features are HF `hidden_states[feature_layer]` with CLS dropped; the
+    probabilities are the softmax over the whole CLS row (CLS column included), then dropped."""
+
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.embeddings = CLIPEmbeddings(cfg, **kw)
+        self.pre_layrnorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.encoder = CLIPEncoder(cfg, **kw)
+
+    def forward(self, pixel_values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x = self.pre_layrnorm(self.embeddings(pixel_values))
+        x, cls_logits = self.encoder(x)
+        cls_probs = torch.softmax(cls_logits, dim=-1)
+        return (x[:, 1:].contiguous(), cls_logits[:, :, 1:].contiguous(),
+                cls_probs[:, :, 1:].contiguous())
+
+
+# ================================================================================================
+# projector
+
+class Projector(nn.Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.linear_1 = nn.Linear(in_features, out_features, bias=bias, **kw)
+        self.linear_2 = nn.Linear(out_features, out_features, bias=bias, **kw)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.linear_2(F.gelu(self.linear_1(features)))  # exact erf GELU, as LLaVA's "gelu"
+
+
+# ================================================================================================
+# LLaMA decoder with LAR attention
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps, device=None, dtype=None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim, device=device, dtype=dtype))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float,
+                 dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
+    """positions [B,T] int64 -> cos, sin [B,T,head_dim] in `dtype`, computed in float32 (HF).
+    inv_freq is recomputed here rather than kept as a buffer so `module.to(dtype)` can never
+    round it."""
+    exps = torch.arange(0, head_dim, 2, dtype=torch.int64, device=positions.device).float()
+    inv_freq = 1.0 / torch.pow(theta, exps / head_dim)
+    freqs = positions.float().unsqueeze(-1) * inv_freq  # outer product, exact like HF's K=1 matmul
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def hidden_keys(tq: int, tk: int, offset: int, device: torch.device) -> torch.Tensor:
+    """[tq, tk] bool, True where key j is in the future of query t (j > offset + t)."""
+    q_pos = torch.arange(tq, device=device).unsqueeze(1) + offset
+    k_pos = torch.arange(tk, device=device).unsqueeze(0)
+    return k_pos > q_pos
+
+
+# ---- LAR augmentation: Q~ = [Q, 1, 0..], K~ = [K, sqrt(d) log_b, 0..], V~ = [V, 0..] -------------
+
+def augment_query(q: torch.Tensor, width: int) -> torch.Tensor:
+    q = torch.cat([q, torch.ones_like(q[..., :1])], dim=-1)
+    return F.pad(q, [0, width - q.shape[-1]])
+
+
+def augment_key(k: torch.Tensor, key_log_bias: torch.Tensor, sqrt_d: float,
+                width: int) -> torch.Tensor:
+    """k [B,Hk,T,d], key_log_bias [B,T] -> [B,Hk,T,width]."""
+    B, Hk, T, _ = k.shape
+    col = (key_log_bias.float() * sqrt_d).to(k.dtype).view(B, 1, T, 1).expand(B, Hk, T, 1)
+    k = torch.cat([k, col], dim=-1)
+    return F.pad(k, [0, width - k.shape[-1]])
+
+
+def augment_value(v: torch.Tensor, width: int) -> torch.Tensor:
+    return F.pad(v, [0, width - v.shape[-1]])
+
+
+class MathAttention(nn.Module):
+    """softmax(Q K^T * scale + causal) V with the softmax in float32 (HF "eager" numerics)."""
+
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                causal_offset: int) -> torch.Tensor:
+        tq, tk = q.shape[2], k.shape[2]
+        scores = (torch.matmul(q, k.transpose(-1, -2)) * self.scale).float()
+        if tq > 1 or causal_offset + tq < tk:  # a single last query sees every key: no mask
+            scores = scores.masked_fill(hidden_keys(tq, tk, causal_offset, q.device),
+                                        float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
+
+
+class SdpaAttention(nn.Module):
+    """The same through F.scaled_dot_product_attention (torch >= 2.1), scale passed explicitly
+    (the augmented width must not change it). No mask in the two common cases, so the fused
+    kernels stay eligible: full prefill (is_causal) and one-token decode (sees everything)."""
+
+    def __init__(self, scale: float):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                causal_offset: int) -> torch.Tensor:
+        tq, tk = q.shape[2], k.shape[2]
+        if tq == 1 and causal_offset + 1 >= tk:
+            return F.scaled_dot_product_attention(q, k, v, scale=self.scale)
+        if causal_offset == 0 and tq == tk:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        allowed = torch.logical_not(hidden_keys(tq, tk, causal_offset, q.device))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.scale)
+
+
+def make_attention_core(mode, scale):
+    if mode in ("math", "explicit"):  # the explicit decoder keeps a math core for attend()
+        return MathAttention(scale)
+    if mode == "sdpa":
+        resolve_attention("sdpa")
+        return SdpaAttention(scale)
+    raise ValueError(f"unknown attention mode {mode!r}")
+
+
+def explicit_attention(q, k, v, key_log_bias, causal_offset=0):
+    """The reference formula, eager only, in float32: softmax(QK^T/sqrt(d) + log_b + causal) V.
+    q [B,H,Tq,d], k/v [B,H,Tk,d], key_log_bias [B,Tk]; query t sees keys <= causal_offset + t."""
+    d = q.shape[-1]
+    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) / math.sqrt(d)
+    scores = scores + key_log_bias.float()[:, None, None, :]
+    scores = scores.masked_fill(hidden_keys(q.shape[2], k.shape[2], causal_offset, q.device),
+                                float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v.float()).to(q.dtype)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, cfg, core, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype, "bias": False}
+        D, H, Hkv, hd = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.q_proj = nn.Linear(D, H * hd, **kw)
+        self.k_proj = nn.Linear(D, Hkv * hd, **kw)
+        self.v_proj = nn.Linear(D, Hkv * hd, **kw)
+        self.o_proj = nn.Linear(H * hd, D, **kw)
+        self.num_heads, self.num_kv_heads, self.head_dim = H, Hkv, hd
+        self.n_rep = H // Hkv
+        self.cache_head_dim = cfg.cache_head_dim
+        self.sqrt_d = math.sqrt(hd)
+        self.core = core
+
+    def project(self, x: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B,T,D] -> q [B,H,T,d], k, v [B,Hkv,T,d], RoPE applied to q and k."""
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * c + rotate_half(q) * s
+        k = k * c + rotate_half(k) * s
+        return q, k, v
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache_pos: int,
+                key_log_bias: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor) -> torch.Tensor:
+        """k_cache / v_cache: this layer's [B, Hkv, S_max, cache_head_dim], updated in place."""
+        B, T, _ = x.shape
+        q, k, v = self.project(x, cos, sin)
+        k_cache.narrow(2, cache_pos, T).copy_(
+            augment_key(k, key_log_bias, self.sqrt_d, self.cache_head_dim))
+        v_cache.narrow(2, cache_pos, T).copy_(augment_value(v, self.cache_head_dim))
+        keys = k_cache.narrow(2, 0, cache_pos + T)
+        values = v_cache.narrow(2, 0, cache_pos + T)
+        if self.n_rep > 1:  # GQA: kv head j serves query heads j*n_rep .. (j+1)*n_rep-1 (HF)
+            keys = keys.repeat_interleave(self.n_rep, dim=1)
+            values = values.repeat_interleave(self.n_rep, dim=1)
+        out = self.core(augment_query(q, self.cache_head_dim), keys, values, cache_pos)
+        out = out.narrow(-1, 0, self.head_dim).transpose(1, 2).reshape(B, T, -1)
+        return self.o_proj(out)
+
+    def forward_explicit(self, x, cos, sin, key_log_bias):
+        """Eager-only reference: no cache, plain width-d keys, the explicit formula."""
+        B, T, _ = x.shape
+        q, k, v = self.project(x, cos, sin)
+        k = k.repeat_interleave(self.n_rep, dim=1)
+        v = v.repeat_interleave(self.n_rep, dim=1)
+        out = explicit_attention(q, k, v, key_log_bias, 0)
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, cfg, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype, "bias": False}
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg, core, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
+        self.self_attn = LlamaAttention(cfg, core, **kw)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
+        self.mlp = LlamaMLP(cfg, **kw)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache_pos: int,
+                key_log_bias: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache_pos, key_log_bias,
+                               k_cache, v_cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+    def forward_explicit(self, x, cos, sin, key_log_bias):
+        x = x + self.self_attn.forward_explicit(self.input_layernorm(x), cos, sin, key_log_bias)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaDecoder(nn.Module):
+    """The bundle's decoder.pt: embed(), forward() with the in-place LAR KV cache, attend()."""
+
+    def __init__(self, cfg, attention="math", device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.head_dim = cfg.head_dim
+        self.cache_head_dim = cfg.cache_head_dim
+        self.rope_theta = float(cfg.rope_theta)
+        self.sqrt_d = math.sqrt(cfg.head_dim)
+        scale = 1.0 / math.sqrt(cfg.head_dim)
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, **kw)
+        self.layers = nn.ModuleList([
+            LlamaDecoderLayer(cfg, make_attention_core(attention, scale), **kw)
+            for _ in range(cfg.num_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, **kw)
+        self.core = make_attention_core(attention, scale)
+
+    @torch.jit.export
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(ids)
+
+    def forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
+                key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                last_only: bool) -> torch.Tensor:
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        x = embeds
+        for i, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, cache_pos, key_log_bias, k_cache[i], v_cache[i])
+        if last_only:
+            x = x[:, -1:]
+        return self.lm_head(self.norm(x)).float()
+
+    @torch.jit.export
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               key_log_bias: torch.Tensor, causal_offset: int) -> torch.Tensor:
+        """The LAR attention alone: q [B,H,Tq,d], k/v [B,H,Tk,d] (d = head_dim), bias [B,Tk]."""
+        out = self.core(augment_query(q, self.cache_head_dim),
+                        augment_key(k, key_log_bias, self.sqrt_d, self.cache_head_dim),
+                        augment_value(v, self.cache_head_dim), causal_offset)
+        return out.narrow(-1, 0, self.head_dim)
+
+    def forward_explicit(self, embeds, positions, key_log_bias):
+        """Eager-only reference: full recompute without a cache -> float32 logits [B,T,V]."""
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        x = embeds
+        for layer in self.layers:
+            x = layer.forward_explicit(x, cos, sin, key_log_bias)
+        return self.lm_head(self.norm(x)).float()
+
+    def new_cache(self, batch, max_len, dtype=None, device=None):
+        """Zero (k_cache, v_cache) [L,B,Hkv,max_len,cache_head_dim] as the C++ caller allocates."""
+        attn = self.layers[0].self_attn
+        w = self.embed_tokens.weight
+        shape = (len(self.layers), batch, attn.num_kv_heads, max_len, self.cache_head_dim)
+        kw = {"dtype": dtype or w.dtype, "device": device or w.device}
+        return torch.zeros(shape, **kw), torch.zeros(shape, **kw)
+
+
+class ExplicitLlamaDecoder(LlamaDecoder):
+    """Eager-only reference decoder: forward(embeds, positions, key_log_bias) -> logits, full
+    recompute with the explicit formula. Never exported."""
+
+    def forward(self, embeds, positions, key_log_bias):  # noqa: D102 (different signature on purpose)
+        return self.forward_explicit(embeds, positions, key_log_bias)
+
+
+# ================================================================================================
+# builders
+
+def _assign(module, state, dtype, what):
+    """Replace every parameter of a (meta-device) module by the checkpoint tensor, cast to dtype.
+    Assigning (instead of load_state_dict's copy) keeps one copy of multi-GB weights in memory."""
+    params = dict(module.named_parameters())
+    missing = sorted(set(params) - set(state))
+    unexpected = sorted(set(state) - set(params))
+    if missing or unexpected:
+        raise ValueError(f"{what}: state dict mismatch (missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]})")
+    for name, t in state.items():
+        if tuple(t.shape) != tuple(params[name].shape):
+            raise ValueError(f"{what}: {name} has shape {list(t.shape)}, module expects "
+                             f"{list(params[name].shape)}")
+        owner_name, _, pname = name.rpartition(".")
+        owner = module.get_submodule(owner_name) if owner_name else module
+        setattr(owner, pname, nn.Parameter(t.detach().to(dtype).contiguous(), requires_grad=False))
+    return module.eval()
+
+
+def build_vision(ckpt, dtype=torch.float32):
+    module = VisionTower(ckpt.config.vision, device="meta", dtype=dtype)
+    return _assign(module, ckpt.vision, dtype, "vision tower")
+
+
+def build_projector(ckpt, dtype=torch.float32):
+    cfg = ckpt.config
+    module = Projector(cfg.vision.hidden_size, cfg.text.hidden_size, bias=cfg.projector_bias,
+                       device="meta", dtype=dtype)
+    return _assign(module, ckpt.projector, dtype, "projector")
+
+
+def build_decoder(ckpt, dtype=torch.float32, attention="math"):
+    """attention: 'math' / 'sdpa' (exportable LlamaDecoder) or 'explicit' (ExplicitLlamaDecoder)."""
+    attention = resolve_attention(attention)
+    cls = ExplicitLlamaDecoder if attention == "explicit" else LlamaDecoder
+    module = cls(ckpt.config.text, attention=attention, device="meta", dtype=dtype)
+    return _assign(module, ckpt.text, dtype, "decoder")

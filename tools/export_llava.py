@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Export an HF LLaVA-1.5 checkpoint folder to an era bundle (models/BUNDLE_FORMAT.md).
+
+    export_llava.py --checkpoint DIR --out BUNDLE [--dtype float32|float16|bfloat16]
+                    [--attention auto|math|sdpa] [--name NAME]
+
+Steps: validate and load the checkpoint (era_tools.hf_checkpoint) -> build the eager modules in
+the target dtype -> torch.jit.script and save vision.pt / projector.pt / decoder.pt -> copy
+tokenizer.model -> write manifest.json -> reload every saved module with torch.jit.load and
+compare it with the eager module on a small random input.
+
+Everything is written to a temporary folder next to BUNDLE and renamed into place only after the
+check passed, so a failed export never leaves a half bundle (an existing bundle is replaced only
+on success). User errors (missing folder, not LLaVA, missing / mis-shaped tensors, unreadable
+weights) print `export_llava: error: <message>` and exit 2; a failed numerical check exits 1.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from era_tools.hf_checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from era_tools.llava_model import (build_decoder, build_projector, build_vision,  # noqa: E402
+                                   resolve_attention)
+from era_tools.prompt_reference import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM  # noqa: E402
+from era_tools.safetensors_io import WeightsFileError  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+FILES = {"vision": "vision.pt", "projector": "projector.pt", "decoder": "decoder.pt",
+         "tokenizer": "tokenizer.model"}
+# Scripted vs eager run the same kernels, so anything beyond rounding noise is a real bug.
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+
+class ExportError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+class CheckFailed(Exception):
+    """The reloaded TorchScript module disagrees with the eager one: exit status 1."""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", required=True, help="HF LLaVA-1.5 checkpoint folder")
+    p.add_argument("--out", required=True, help="bundle folder to create (replaced if a bundle)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
+                   help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
+    p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
+    return p.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------------
+# manifest
+
+def make_manifest(ckpt, args, attention):
+    cfg, pre = ckpt.config, ckpt.preprocessor
+    v, t = cfg.vision, cfg.text
+    name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
+    return {
+        "format": "era-bundle",
+        "format_version": 1,
+        "arch": "llava-1.5",
+        "model_name": name,
+        "dtype": args.dtype,
+        "exported_with": {"torch": torch.__version__, "attention": attention,
+                          "exporter": "tools/export_llava.py"},
+        "files": dict(FILES),
+        "vision": {"image_size": v.image_size, "patch_size": v.patch_size,
+                   "num_patches": v.num_patches, "hidden_size": v.hidden_size,
+                   "num_heads": v.num_heads, "num_layers": v.num_layers,
+                   "feature_layer": v.feature_layer, "layers_run": v.layers_run,
+                   "select_strategy": v.select_strategy},
+        "projector": {"in_features": v.hidden_size, "out_features": t.hidden_size,
+                      "act": cfg.projector_act},
+        "text": {"hidden_size": t.hidden_size, "num_layers": t.num_layers,
+                 "num_heads": t.num_heads, "num_kv_heads": t.num_kv_heads,
+                 "head_dim": t.head_dim, "cache_head_dim": t.cache_head_dim,
+                 "intermediate_size": t.intermediate_size, "vocab_size": t.vocab_size,
+                 "max_position_embeddings": t.max_position_embeddings,
+                 "rms_norm_eps": t.rms_norm_eps, "rope_theta": t.rope_theta},
+        "tokens": {"bos_id": ckpt.bos_id, "eos_id": ckpt.eos_id, "pad_id": cfg.pad_token_id,
+                   "image_token_id": cfg.image_token_id,
+                   "tokenizer_vocab_size": ckpt.tokenizer_vocab_size},
+        "image": {"aspect_ratio": "pad", "size": pre.crop_size, "resample": pre.resample,
+                  "mean": pre.mean, "std": pre.std,
+                  "pad_color": [int(m * 255) for m in pre.mean]},  # LLaVA's expand2square colour
+        "prompt": {"template": "vicuna_v1", "system": VICUNA_V1_SYSTEM, "user_role": "USER",
+                   "assistant_role": "ASSISTANT", "sep": " ",
+                   "image_placeholder": IMAGE_PLACEHOLDER},
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# verification: reloaded TorchScript == eager on small random inputs
+
+def check_setup(dtype):
+    """Device and dtype to compare on. float16 matmuls are not implemented on CPU in older torch,
+    so without CUDA a float16 export is compared in float32 (this still checks that scripting
+    preserved the computation; only the precision differs)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu" and dtype == torch.float16:
+        return device, torch.float32
+    return device, dtype
+
+
+def probe_inputs(ckpt, device, dtype):
+    cfg = ckpt.config
+    g = torch.Generator().manual_seed(1234)
+    S, C = cfg.vision.image_size, cfg.vision.hidden_size
+    t = cfg.text
+    T0, S_max = 5, 8
+    return {
+        "pixels": torch.randn(1, 3, S, S, generator=g).to(device),
+        "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
+        "ids": torch.randint(0, t.vocab_size, (1, T0 + 1), generator=g).to(device),
+        "bias": (torch.rand(1, T0 + 1, generator=g) * 1.79).to(device),
+        "q": torch.randn(1, t.num_heads, 3, t.head_dim, generator=g).to(device, dtype),
+        "k": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
+        "v": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
+        "k_bias": (torch.rand(1, 7, generator=g) * 1.79).to(device),
+        "cache_shape": (t.num_layers, 1, t.num_kv_heads, S_max, t.cache_head_dim),
+        "T0": T0,
+    }
+
+
+def run_vision(m, x):
+    return list(m(x["pixels"]))
+
+
+def run_projector(m, x):
+    return [m(x["features"])]
+
+
+def run_decoder(m, x, dtype):
+    """embed, prefill (cache_pos 0, all logits), one decode step (last_only), caches, attend."""
+    device, T0 = x["pixels"].device, x["T0"]
+    k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    emb = m.embed(x["ids"])
+    pos = torch.arange(T0 + 1, device=device).unsqueeze(0)
+    prefill = m(emb[:, :T0], pos[:, :T0], 0, x["bias"][:, :T0], k_cache, v_cache, False)
+    step = m(emb[:, T0:], pos[:, T0:], T0, x["bias"][:, T0:], k_cache, v_cache, True)
+    att = m.attend(x["q"], x["k"], x["v"], x["k_bias"], 2)
+    return [emb, prefill, step, k_cache, v_cache, att]
+
+
+def max_diff(ref, got):
+    return max(float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+               for a, b in zip(ref, got))
+
+
+def verify(paths, modules, ckpt, dtype):
+    device, check_dtype = check_setup(dtype)
+    note = ""
+    if check_dtype != dtype:
+        note = f" (compared in {str(check_dtype).replace('torch.', '')} on {device.type})"
+    x = probe_inputs(ckpt, device, check_dtype)
+    runners = {"vision": run_vision, "projector": run_projector,
+               "decoder": lambda m, inp: run_decoder(m, inp, check_dtype)}
+    refs = {}
+    with torch.no_grad():
+        for key in ("vision", "projector", "decoder"):
+            m = modules.pop(key).to(device=device, dtype=check_dtype)  # in place: already saved
+            refs[key] = runners[key](m, x)
+            del m  # keep one copy of the weights in memory, even for 7B models
+        for key in ("vision", "projector", "decoder"):
+            loaded = torch.jit.load(paths[key], map_location=device)
+            if check_dtype != dtype:
+                loaded = loaded.to(check_dtype)
+            got = runners[key](loaded, x)
+            del loaded
+            diff = max_diff(refs[key], got)
+            scale = max(1.0, max(float(r.float().abs().max()) for r in refs[key] if r.numel()))
+            tol = TOLERANCE[check_dtype] * scale
+            status = "ok" if diff <= tol else "FAILED"
+            print(f"export_llava: check {FILES[key]:<12} max abs diff {diff:.3g} "
+                  f"(tolerance {tol:.3g}){note}: {status}")
+            if diff > tol:
+                raise CheckFailed(f"{paths[key]}: reloaded TorchScript module differs from the "
+                                  f"eager module by {diff:.3g} (tolerance {tol:.3g})")
+
+
+# ------------------------------------------------------------------------------------------------
+
+def prepare_out(out):
+    """Refuse to replace anything that is not an era bundle (a typo must not delete a folder)."""
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.path.islink(out):
+            raise ExportError(f"{out}: exists and is not a folder")
+        if os.listdir(out) and not os.path.isfile(os.path.join(out, "manifest.json")):
+            raise ExportError(f"{out}: exists, is not empty and is not a bundle (no manifest.json); "
+                              f"refusing to replace it")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+
+
+def install(tmp, out):
+    """Move the finished bundle into place; an old bundle is removed only after the swap."""
+    old = None
+    if os.path.lexists(out):
+        old = f"{out}.old-{os.getpid()}"
+        os.rename(out, old)
+    os.rename(tmp, out)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export(args):
+    start = time.time()
+    try:
+        attention = resolve_attention(args.attention)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    dtype = DTYPES[args.dtype]
+    out = os.path.abspath(args.out)
+
+    ckpt = load_checkpoint(args.checkpoint)
+    print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
+          f"{len(ckpt.ignored)} unused tensor(s) ignored")
+    prepare_out(out)
+
+    with torch.no_grad():
+        modules = {"vision": build_vision(ckpt, dtype), "projector": build_projector(ckpt, dtype),
+                   "decoder": build_decoder(ckpt, dtype, attention)}
+    ckpt.vision, ckpt.projector, ckpt.text = {}, {}, {}  # the modules own the weights now
+
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=os.path.dirname(out))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700; a bundle is an ordinary folder
+    try:
+        paths = {k: os.path.join(tmp, FILES[k]) for k in FILES}
+        for key in ("vision", "projector", "decoder"):
+            scripted = torch.jit.script(modules[key])
+            scripted.save(paths[key])
+            del scripted
+        shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
+        with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
+            json.dump(make_manifest(ckpt, args, attention), f, indent=2)
+            f.write("\n")
+        verify(paths, modules, ckpt, dtype)
+        install(tmp, out)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"export_llava: wrote {out} (dtype {args.dtype}, attention {attention}, "
+          f"torch {torch.__version__}) in {time.time() - start:.1f} s")
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return export(args)
+    except (ExportError, CheckpointError, WeightsFileError) as e:
+        print(f"export_llava: error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"export_llava: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

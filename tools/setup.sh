@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs era's Debian dependencies (only those missing) and builds it into build/.
+# Used by tools/demo.sh, tools/test.sh and CI; safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake pkg-config
+          libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece
+          libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
+          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "era setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DERA_PYTHON=/usr/bin/python3 > build.log 2>&1 || { cat build.log; exit 1; }
+cmake --build build -j "$(nproc)" 2>&1 | tail -n 5
