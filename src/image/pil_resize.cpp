@@ -1,0 +1,195 @@
+#include "image/pil_resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <opencv2/core/utility.hpp>
+
+#include "era/error.h"
+
+namespace era {
+namespace {
+
+// Fixed-point layout of the integer weights: 32 bits minus 8 for the pixel value minus 2 guard bits.
+constexpr int kPrecisionBits = 32 - 8 - 2;
+constexpr double kFilterSupport = 2.0;  // bicubic support before antialias widening
+
+// Keys cubic convolution kernel with a = -0.5. Every operation is rounded separately (the volatile
+// temporaries stop a compiler from fusing them into FMAs under -mfma), as in a plain C build.
+double keys_cubic(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0) x = -x;
+  volatile double t;
+  if (x < 1.0) {
+    t = (a + 2.0) * x;
+    t = t - (a + 3.0);
+    t = t * x;
+    t = t * x;
+    return t + 1.0;
+  }
+  if (x < 2.0) {
+    t = (x - 5.0) * x;
+    t = t + 8.0;
+    t = t * x;
+    t = t - 4.0;
+    return t * a;
+  }
+  return 0.0;
+}
+
+// Integer filter taps for one axis: output index o reads `count[o]` input samples starting at
+// `first[o]`, weighted by weights[o * ksize + i].
+struct AxisTaps {
+  int ksize = 0;
+  std::vector<int> first;
+  std::vector<int> count;
+  std::vector<int32_t> weights;
+};
+
+AxisTaps compute_taps(int in_size, int out_size) {
+  AxisTaps taps;
+  const double scale = static_cast<double>(in_size) / out_size;
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = kFilterSupport * filterscale;
+  const double inv_filterscale = 1.0 / filterscale;
+  taps.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  taps.first.resize(out_size);
+  taps.count.resize(out_size);
+  taps.weights.assign(static_cast<size_t>(out_size) * taps.ksize, 0);
+
+  std::vector<double> w(taps.ksize);
+  for (int o = 0; o < out_size; ++o) {
+    const double center = (o + 0.5) * scale;
+    // C truncation toward zero, then clamp to the image.
+    int lo = static_cast<int>(center - support + 0.5);
+    if (lo < 0) lo = 0;
+    int hi = static_cast<int>(center + support + 0.5);
+    if (hi > in_size) hi = in_size;
+    const int n = hi - lo;
+
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const double d = static_cast<double>(i + lo) - center + 0.5;
+      w[i] = keys_cubic(d * inv_filterscale);
+      sum += w[i];
+    }
+    int32_t* k = &taps.weights[static_cast<size_t>(o) * taps.ksize];
+    for (int i = 0; i < n; ++i) {
+      const double v = sum != 0.0 ? w[i] / sum : w[i];
+      // Round half away from zero into 22-bit fixed point.
+      const double scaled = v * static_cast<double>(1 << kPrecisionBits);
+      k[i] = static_cast<int32_t>(v < 0 ? scaled - 0.5 : scaled + 0.5);
+    }
+    taps.first[o] = lo;
+    taps.count[o] = n;
+  }
+  return taps;
+}
+
+inline uint8_t clip_fixed(int32_t acc) {
+  const int32_t v = acc >> kPrecisionBits;  // arithmetic shift (C++20-defined, universal in practice)
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+// Horizontal pass over source rows [row0, row0 + dst.rows): dst row r <- src row row0 + r.
+template <int C>
+void horizontal_pass(const cv::Mat& src, cv::Mat& dst, int row0, const AxisTaps& taps) {
+  const int out_w = dst.cols;
+  cv::parallel_for_(cv::Range(0, dst.rows), [&](const cv::Range& range) {
+    for (int r = range.start; r < range.end; ++r) {
+      const uint8_t* in = src.ptr<uint8_t>(row0 + r);
+      uint8_t* out = dst.ptr<uint8_t>(r);
+      for (int x = 0; x < out_w; ++x) {
+        const int32_t* k = &taps.weights[static_cast<size_t>(x) * taps.ksize];
+        const uint8_t* p = in + static_cast<size_t>(taps.first[x]) * C;
+        const int n = taps.count[x];
+        int32_t acc[C];
+        for (int c = 0; c < C; ++c) acc[c] = 1 << (kPrecisionBits - 1);
+        for (int i = 0; i < n; ++i) {
+          const int32_t kw = k[i];
+          for (int c = 0; c < C; ++c) acc[c] += static_cast<int32_t>(p[i * C + c]) * kw;
+        }
+        for (int c = 0; c < C; ++c) out[x * C + c] = clip_fixed(acc[c]);
+      }
+    }
+  });
+}
+
+// Vertical pass: dst row y <- sum over src rows first[y] - row0 .. (+count[y]).
+void vertical_pass(const cv::Mat& src, cv::Mat& dst, int row0, const AxisTaps& taps) {
+  const int width = dst.cols * dst.channels();
+  cv::parallel_for_(cv::Range(0, dst.rows), [&](const cv::Range& range) {
+    std::vector<int32_t> acc(width);
+    for (int y = range.start; y < range.end; ++y) {
+      const int32_t* k = &taps.weights[static_cast<size_t>(y) * taps.ksize];
+      const int first = taps.first[y] - row0;
+      const int n = taps.count[y];
+      std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+      int32_t* a = acc.data();
+      for (int i = 0; i < n; ++i) {
+        const uint8_t* in = src.ptr<uint8_t>(first + i);
+        const int32_t kw = k[i];
+        for (int j = 0; j < width; ++j) a[j] += static_cast<int32_t>(in[j]) * kw;
+      }
+      uint8_t* out = dst.ptr<uint8_t>(y);
+      for (int j = 0; j < width; ++j) out[j] = clip_fixed(a[j]);
+    }
+  });
+}
+
+void run_horizontal(int channels, const cv::Mat& src, cv::Mat& dst, int row0, const AxisTaps& taps) {
+  switch (channels) {
+    case 1: return horizontal_pass<1>(src, dst, row0, taps);
+    case 2: return horizontal_pass<2>(src, dst, row0, taps);
+    case 3: return horizontal_pass<3>(src, dst, row0, taps);
+    case 4: return horizontal_pass<4>(src, dst, row0, taps);
+  }
+}
+
+}  // namespace
+
+cv::Mat pil_resize_bicubic_u8(const cv::Mat& src, int out_w, int out_h) {
+  if (src.empty() || src.depth() != CV_8U || src.channels() < 1 || src.channels() > 4 || src.dims != 2)
+    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: expected a non-empty 8-bit image with 1-4 channels");
+  if (out_w <= 0 || out_h <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: bad output size " + std::to_string(out_w) + "x" +
+                                                 std::to_string(out_h));
+  const int channels = src.channels();
+  const int in_w = src.cols, in_h = src.rows;
+  if (in_w == out_w && in_h == out_h) {
+    cv::Mat copy;
+    src.copyTo(copy);
+    return copy;
+  }
+  const bool need_h = in_w != out_w;
+  const bool need_v = in_h != out_h;
+
+  cv::Mat out(out_h, out_w, CV_MAKETYPE(CV_8U, channels));
+  if (need_h && !need_v) {
+    run_horizontal(channels, src, out, 0, compute_taps(in_w, out_w));
+    return out;
+  }
+  const AxisTaps vtaps = compute_taps(in_h, out_h);
+  if (!need_h) {
+    vertical_pass(src, out, 0, vtaps);
+    return out;
+  }
+  // Both axes: horizontal pass first (stored as uint8), over only the rows the vertical pass reads.
+  const int row_first = vtaps.first.front();
+  const int row_last = vtaps.first.back() + vtaps.count.back();
+  cv::Mat tmp(row_last - row_first, out_w, CV_MAKETYPE(CV_8U, channels));
+  run_horizontal(channels, src, tmp, row_first, compute_taps(in_w, out_w));
+  vertical_pass(tmp, out, row_first, vtaps);
+  return out;
+}
+
+cv::Mat pil_resize_bicubic(const cv::Mat& src_u8c3, int out_w, int out_h) {
+  if (src_u8c3.type() != CV_8UC3)
+    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: expected a CV_8UC3 RGB image");
+  return pil_resize_bicubic_u8(src_u8c3, out_w, out_h);
+}
+
+}  // namespace era

@@ -1,0 +1,121 @@
+// Pillow-exact bicubic resize: C++ on the exact pixels Pillow resized vs Pillow's output.
+#include "image/pil_resize.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+
+#include <opencv2/imgproc.hpp>
+
+#include "era/error.h"
+#include "image/image_test_util.h"
+
+namespace era {
+namespace {
+
+using test::describe_mismatch;
+using test::hwc_from_mat;
+using test::image_manifest;
+using test::image_path;
+using test::mat_from_hwc;
+
+TEST(PilResizeTest, BitExactWithPillow) {
+  ERA_REQUIRE_IMAGE_FIXTURE();
+  const auto& cases = image_manifest()["resize"];
+  ASSERT_GE(cases.size(), 20u);
+  int exact = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const cv::Mat src = mat_from_hwc(read_npy(image_path(c["src"])));
+    const torch::Tensor want = read_npy(image_path(c["ref"]));
+    const int ow = c["out_w"], oh = c["out_h"];
+    const cv::Mat got = src.channels() == 3 ? pil_resize_bicubic(src, ow, oh) : pil_resize_bicubic_u8(src, ow, oh);
+    ASSERT_EQ(got.cols, ow);
+    ASSERT_EQ(got.rows, oh);
+    ASSERT_TRUE(got.isContinuous());
+    const std::string mismatch = describe_mismatch(hwc_from_mat(got), want);
+    EXPECT_EQ(mismatch, "");
+    exact += mismatch.empty();
+  }
+  std::cout << "[ resize   ] " << exact << "/" << cases.size() << " cases bit-exact with Pillow\n";
+}
+
+TEST(PilResizeTest, GenericChannelPathMatchesRgbPath) {
+  ERA_REQUIRE_IMAGE_FIXTURE();
+  // Each channel is filtered independently: resizing the planes one at a time gives the same bytes.
+  const auto& c = image_manifest()["resize"][0];
+  const cv::Mat src = mat_from_hwc(read_npy(image_path(c["src"])));
+  const cv::Mat rgb = pil_resize_bicubic(src, 300, 123);
+  std::vector<cv::Mat> planes;
+  cv::split(src, planes);
+  for (int ch = 0; ch < 3; ++ch) {
+    cv::Mat one = pil_resize_bicubic_u8(planes[ch], 300, 123);
+    cv::Mat want;
+    cv::extractChannel(rgb, want, ch);
+    EXPECT_EQ(cv::norm(one, want, cv::NORM_INF), 0.0) << "channel " << ch;
+  }
+  // Four channels (no alpha premultiplication) behave the same way.
+  cv::Mat rgbx;
+  cv::Mat fourth = planes[0].clone();
+  cv::merge(std::vector<cv::Mat>{planes[0], planes[1], planes[2], fourth}, rgbx);
+  const cv::Mat out4 = pil_resize_bicubic_u8(rgbx, 300, 123);
+  cv::Mat first3;
+  cv::cvtColor(out4, first3, cv::COLOR_RGBA2RGB);
+  EXPECT_EQ(cv::norm(first3, rgb, cv::NORM_INF), 0.0);
+}
+
+TEST(PilResizeTest, StridedInputAndSameSizeCopy) {
+  ERA_REQUIRE_IMAGE_FIXTURE();
+  const auto& c = image_manifest()["resize"][0];
+  const cv::Mat src = mat_from_hwc(read_npy(image_path(c["src"])));
+  // A region of interest (non-contiguous rows) must give the same result as its compact copy.
+  const cv::Mat roi = src(cv::Rect(13, 7, 301, 222));
+  ASSERT_FALSE(roi.isContinuous());
+  EXPECT_EQ(cv::norm(pil_resize_bicubic(roi, 150, 400), pil_resize_bicubic(roi.clone(), 150, 400), cv::NORM_INF), 0.0);
+  // Same size: a deep copy.
+  const cv::Mat same = pil_resize_bicubic(roi, roi.cols, roi.rows);
+  EXPECT_TRUE(same.isContinuous());
+  EXPECT_NE(same.data, roi.data);
+  EXPECT_EQ(cv::norm(same, roi, cv::NORM_INF), 0.0);
+}
+
+TEST(PilResizeTest, RejectsBadArguments) {
+  const cv::Mat rgb(4, 4, CV_8UC3, cv::Scalar(1, 2, 3));
+  EXPECT_THROW(pil_resize_bicubic(rgb, 0, 5), Error);
+  EXPECT_THROW(pil_resize_bicubic(rgb, 5, -1), Error);
+  EXPECT_THROW(pil_resize_bicubic(cv::Mat(), 5, 5), Error);
+  EXPECT_THROW(pil_resize_bicubic(cv::Mat(4, 4, CV_8UC1), 5, 5), Error);
+  EXPECT_THROW(pil_resize_bicubic_u8(cv::Mat(4, 4, CV_32FC3), 5, 5), Error);
+  EXPECT_NO_THROW(pil_resize_bicubic_u8(cv::Mat(4, 4, CV_8UC1, cv::Scalar(9)), 5, 5));
+}
+
+TEST(PilResizeTest, ConstantImageStaysConstant) {
+  // Normalised weights sum to 1 in fixed point (to within rounding): a flat image stays flat.
+  for (int v : {0, 1, 127, 254, 255}) {
+    const cv::Mat flat(37, 53, CV_8UC3, cv::Scalar(v, v, v));
+    for (auto [w, h] : {std::pair{336, 336}, std::pair{5, 3}, std::pair{53, 100}}) {
+      const cv::Mat out = pil_resize_bicubic(flat, w, h);
+      double lo, hi;
+      cv::minMaxLoc(out.reshape(1), &lo, &hi);
+      EXPECT_EQ(lo, v);
+      EXPECT_EQ(hi, v);
+    }
+  }
+}
+
+TEST(PilResizeTest, SpeedReport640x480To336) {
+  cv::Mat src(480, 640, CV_8UC3);
+  cv::randu(src, 0, 256);
+  pil_resize_bicubic(src, 336, 336);  // warm-up
+  const int reps = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) pil_resize_bicubic(src, 336, 336);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+  std::cout << "[ resize   ] 640x480 -> 336x336 RGB: " << ms << " ms per call (cv threads "
+            << cv::getNumThreads() << ")\n";
+  EXPECT_LT(ms, 1000.0);
+}
+
+}  // namespace
+}  // namespace era
