@@ -5,11 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace era {
+
+class SentencePieceBackend;
 
 class Tokenizer {
  public:
@@ -35,7 +33,7 @@ class Tokenizer {
 
  private:
   bool is_special(int64_t id) const;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<SentencePieceBackend> sp_;
 };
 
 }  // namespace era

@@ -1,0 +1,120 @@
+// The public API: one loaded session answering several requests, streaming and cancelling.
+#include <gtest/gtest.h>
+
+#include "era/era.h"
+#include "test_support.h"
+#include "util/npy.h"
+
+namespace era {
+namespace {
+
+Session& session() {
+  static Session s = Session::open(test::bundle_dir());
+  return s;
+}
+
+Request sample_request(int64_t max_new_tokens) {
+  Request r;
+  r.images = {test::source_dir() + "/tests/data/sample.png"};
+  r.prompt = "What is shown in this image?";
+  r.max_new_tokens = max_new_tokens;
+  r.stop_at_eos = false;
+  return r;
+}
+
+TEST(Session, RepeatedRequestsGiveTheSameAnswer) {
+  const auto a = session().generate(sample_request(16));
+  const auto b = session().generate(sample_request(16));
+  EXPECT_EQ(a.tokens.size(), 16u);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.stats.visual_tokens, 576);
+  EXPECT_EQ(a.stats.prompt_tokens, a.stats.visual_tokens + a.stats.text_tokens);
+  EXPECT_EQ(a.stats.generated_tokens, 16);
+  EXPECT_EQ(a.stats.decode_step_ms.size(), 15u);
+  EXPECT_GT(a.stats.kv_cache_bytes, 0);
+  EXPECT_LE(a.stats.kv_cache_bytes, a.stats.kv_cache_allocated_bytes);
+}
+
+TEST(Session, StreamedPiecesAddUpToTheAnswer) {
+  auto req = sample_request(20);
+  std::string streamed;
+  int calls = 0;
+  req.on_text = [&](const std::string& delta) {
+    streamed += delta;
+    ++calls;
+    return true;
+  };
+  const auto r = session().generate(req);
+  EXPECT_GT(calls, 1);
+  // The result is the stream with surrounding whitespace stripped.
+  const auto first = streamed.find_first_not_of(" \t\n\r\f\v");
+  const auto last = streamed.find_last_not_of(" \t\n\r\f\v");
+  EXPECT_EQ(r.text, first == std::string::npos ? "" : streamed.substr(first, last - first + 1));
+}
+
+TEST(Session, CallbackCancelsWithinOneToken) {
+  auto req = sample_request(50);
+  int calls = 0;
+  req.on_text = [&](const std::string&) { return ++calls < 2; };
+  const auto r = session().generate(req);
+  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_EQ(calls, 2);
+  EXPECT_LT(r.tokens.size(), 50u);
+  EXPECT_EQ(r.stats.decode_step_ms.size() + 1, r.tokens.size());  // no decode step after the cancel
+}
+
+TEST(Session, PrepareGivesThePillowPixelsAndTheReferenceIds) {
+  const auto in = session().prepare(sample_request(1));
+  EXPECT_TRUE(torch::equal(in.pixel_values, read_npy(test::testdata_dir() + "/logits/pixel_values.npy")));
+  EXPECT_EQ(std::count(in.token_ids.begin(), in.token_ids.end(), in.image_token_id), 1);
+}
+
+TEST(Session, ZeroNewTokensAndTextOnlyRequests) {
+  auto req = sample_request(0);
+  EXPECT_TRUE(session().generate(req).tokens.empty());
+  Request text_only;
+  text_only.prompt = "Hello there";
+  text_only.max_new_tokens = 3;
+  text_only.stop_at_eos = false;
+  const auto r = session().generate(text_only);
+  EXPECT_EQ(r.stats.visual_tokens, 0);
+  EXPECT_EQ(r.tokens.size(), 3u);
+}
+
+TEST(Session, InfoDescribesTheBundle) {
+  const auto info = session().info();
+  EXPECT_EQ(info.arch, "llava-1.5");
+  EXPECT_EQ(info.visual_tokens_per_image, 576);
+  EXPECT_EQ(info.device, "cpu");
+  EXPECT_GT(info.max_context, 576);
+}
+
+TEST(Session, BadRequestsThrowEraErrors) {
+  auto req = sample_request(4);
+  req.top_p = 0.0f;
+  EXPECT_THROW(session().generate(req), Error);
+  req = sample_request(4);
+  req.images.push_back("/no/such.png");  // a second image: its placeholder is added, loading fails
+  try {
+    session().generate(req);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kImage);
+    EXPECT_NE(std::string(e.what()).find("/no/such.png"), std::string::npos) << e.what();
+  }
+  // The session still works after a failed request.
+  EXPECT_EQ(session().generate(sample_request(2)).tokens.size(), 2u);
+}
+
+TEST(Session, BfloatRunsOnCpu) {
+  SessionOptions o;
+  o.dtype = "bfloat16";
+  auto s = Session::open(test::bundle_dir(), o);
+  const auto r = s.generate(sample_request(4));
+  EXPECT_EQ(r.tokens.size(), 4u);
+  EXPECT_EQ(s.info().dtype, "bfloat16");
+}
+
+}  // namespace
+}  // namespace era
