@@ -66,7 +66,7 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->bundle = load_bundle(bundle_dir, device, dtype);
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);
-  impl->reducer = make_reducer("full");
+  impl->reducer = make_reducer(ReductionOptions{});
   return Session(std::move(impl));
 }
 
@@ -125,7 +125,12 @@ Result Session::generate(const Request& request) {
       st.vision_ms = ms_since(t0);
       t0 = Clock::now();
       for (int64_t i = 0; i < in.pixel_values.size(0); ++i) {
-        images.push_back(impl_->reducer->reduce({vision.embeddings[i], vision.attn_logits[i], vision.attn_probs[i]}));
+        ReductionInput input;
+        input.embeddings = vision.embeddings[i];
+        input.features = vision.features[i];
+        input.cls_logits = vision.attn_logits[i];
+        input.cls_probs = vision.attn_probs[i];
+        images.push_back(impl_->reducer->reduce(input));
       }
       st.reduce_ms = ms_since(t0);
     }

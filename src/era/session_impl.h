@@ -7,7 +7,7 @@
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
-#include "reduce/reducer.h"
+#include "reduce/method.h"
 
 namespace era {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Stage 3: visual-token reduction between the projector and the decoder. One interface for every
-// method (no reduction, ERA, and the baselines), so the rest of the pipeline never knows which
-// one ran.
+// method (no reduction, ERA and its ablations, the baselines), so the rest of the pipeline never
+// knows which one ran.
 #include <torch/script.h>
 
 #include <memory>
@@ -10,18 +10,26 @@
 
 namespace era {
 
-// One image's visual tokens as the vision stage produced them.
+// One image (one crop on LLaVA-NeXT) as the vision stage produced it. Tensors are on the model's
+// device; saliency maps are float32.
 struct ReductionInput {
-  torch::Tensor embeddings;      // [N, D] projector outputs
-  torch::Tensor saliency_logits; // [H, N] float32 CLS-query attention logits
-  torch::Tensor saliency_probs;  // [H, N] float32 CLS-query attention probabilities
+  torch::Tensor embeddings;        // [N, D] projector outputs (LLM space)
+  torch::Tensor features;          // [N, C] vision features fed to the projector
+  torch::Tensor cls_logits;        // [H, N] CLS-query attention logits of the feature layer
+  torch::Tensor cls_probs;         // [H, N] CLS-query attention probabilities (CLS column dropped)
+  torch::Tensor mean_logits;       // [H, N] the same, averaged over all patch-query rows
+  torch::Tensor mean_probs;        // [H, N]
+  int64_t budget = 0;              // tokens to keep; <= 0 or >= N keeps all
 };
 
 // What the decoder gets for that image, and what happened.
 struct ReducedTokens {
-  torch::Tensor embeddings;   // [K, D] tokens fed to the decoder, in this order
-  torch::Tensor log_bias;     // [K] float32: LAR's log b_k for each token as a key (0 = none)
-  std::vector<int64_t> kept;  // [K] index into the N original tokens of each fed token
+  torch::Tensor embeddings;          // [K, D] tokens fed to the decoder, in this order (model dtype)
+  torch::Tensor log_bias;            // [K] float32: LAR's log b_k of each token as a key (0 = none)
+  std::vector<int64_t> kept;         // [K] original index of each fed token (its anchor), ascending
+  std::vector<int64_t> assignment;   // [N] for every original token, the output slot (0..K-1) of
+                                     //     the cluster it went into; -1 if it was dropped
+  std::vector<float> entropy;        // [N] head-distribution entropy (empty if not computed)
 };
 
 class Reducer {
@@ -37,8 +45,5 @@ class FullReducer final : public Reducer {
   std::string name() const override { return "full"; }
   ReducedTokens reduce(const ReductionInput& input) const override;
 };
-
-// The reducer for a method name; throws era::Error(kInvalidArgument) for an unknown one.
-std::unique_ptr<Reducer> make_reducer(const std::string& method);
 
 }  // namespace era

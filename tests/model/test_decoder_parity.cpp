@@ -47,8 +47,9 @@ class DecoderParity : public ::testing::Test {
     const auto v = vision.encode(read_npy(ref("pixel_values.npy")));
     if (vision_out) *vision_out = v;
     Decoder dec(*bundle_);
-    return build_sequence(dec, *ids_, image_token_id_,
-                          {FullReducer().reduce({v.embeddings[0], v.attn_logits[0], v.attn_probs[0]})});
+    ReductionInput input;
+    input.embeddings = v.embeddings[0];
+    return build_sequence(dec, *ids_, image_token_id_, {FullReducer().reduce(input)});
   }
 
   static ModelBundle* bundle_;

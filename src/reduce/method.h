@@ -1,0 +1,24 @@
+#pragma once
+// Choosing a reduction method by name: "full", "era" or "era:<variant>" (see era_options.h).
+#include <memory>
+#include <string>
+
+#include "reduce/era_options.h"
+#include "reduce/reducer.h"
+
+namespace era {
+
+struct ReductionOptions {
+  std::string method = "full";
+  EraOptions era;  // used by "era" and its variants
+};
+
+// The reducer for `options.method`; throws era::Error(kInvalidArgument) for an unknown method,
+// listing the known ones.
+std::unique_ptr<Reducer> make_reducer(const ReductionOptions& options);
+
+// The ERA options a method string implies ("era:dep-x" -> variant applied); `options.era` for
+// anything else.
+EraOptions effective_era_options(const ReductionOptions& options);
+
+}  // namespace era
