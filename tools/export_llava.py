@@ -7,7 +7,8 @@
 Steps: validate and load the checkpoint (era_tools.hf_checkpoint) -> build the eager modules in
 the target dtype -> torch.jit.script and save vision.pt / projector.pt / decoder.pt -> copy
 tokenizer.model -> write manifest.json -> reload every saved module with torch.jit.load and
-compare it with the eager module on a small random input.
+compare it with the eager module on a small random input (every exported method, both LAR kernel
+paths), and check that the reloaded decoder's two LAR paths agree.
 
 Everything is written to a temporary folder next to BUNDLE and renamed into place only after the
 check passed, so a failed export never leaves a half bundle (an existing bundle is replaced only
@@ -36,6 +37,15 @@ FILES = {"vision": "vision.pt", "projector": "projector.pt", "decoder": "decoder
          "tokenizer": "tokenizer.model"}
 # Scripted vs eager run the same kernels, so anything beyond rounding noise is a real bug.
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+# The two LAR kernel paths (augmented key vs additive mask) are different kernels: same maths,
+# different rounding.
+PATH_TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-2, torch.bfloat16: 1e-1}
+# Version of the decoder.pt / vision.pt calling convention (manifest exported_with.decoder_api):
+#   1 (no field): forward(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache, last_only),
+#                 vision returns 3 tensors
+#   2: forward(..., v_cache, layer_bias_scale, lar_path, last_only), forward_with_attention(),
+#      vision returns 5 tensors (CLS and mean saliency)
+DECODER_API = 2
 
 
 class ExportError(Exception):
@@ -71,7 +81,7 @@ def make_manifest(ckpt, args, attention):
         "model_name": name,
         "dtype": args.dtype,
         "exported_with": {"torch": torch.__version__, "attention": attention,
-                          "exporter": "tools/export_llava.py"},
+                          "exporter": "tools/export_llava.py", "decoder_api": DECODER_API},
         "files": dict(FILES),
         "vision": {"image_size": v.image_size, "patch_size": v.patch_size,
                    "num_patches": v.num_patches, "hidden_size": v.hidden_size,
@@ -120,8 +130,9 @@ def probe_inputs(ckpt, device, dtype):
     return {
         "pixels": torch.randn(1, 3, S, S, generator=g).to(device),
         "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
-        "ids": torch.randint(0, t.vocab_size, (1, T0 + 1), generator=g).to(device),
-        "bias": (torch.rand(1, T0 + 1, generator=g) * 1.79).to(device),
+        "ids": torch.randint(0, t.vocab_size, (1, T0 + 3), generator=g).to(device),
+        "bias": (torch.rand(1, T0 + 3, generator=g) * 1.79).to(device),
+        "scales": (torch.rand(t.num_layers, generator=g) * 2.0).to(device),
         "q": torch.randn(1, t.num_heads, 3, t.head_dim, generator=g).to(device, dtype),
         "k": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
         "v": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
@@ -139,17 +150,28 @@ def run_projector(m, x):
     return [m(x["features"])]
 
 
-def run_decoder(m, x, dtype):
-    """embed, prefill (cache_pos 0, all logits), one decode step (last_only), caches, attend."""
+def decoder_pass(m, x, dtype, lar_path):
+    """Prefill (cache_pos 0, T0 tokens, all logits), a one-token decode step (last_only) and
+    forward_with_attention on a two-token chunk, with per-layer LAR scales, on a fresh cache."""
     device, T0 = x["pixels"].device, x["T0"]
     k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
     v_cache = torch.zeros_like(k_cache)
     emb = m.embed(x["ids"])
-    pos = torch.arange(T0 + 1, device=device).unsqueeze(0)
-    prefill = m(emb[:, :T0], pos[:, :T0], 0, x["bias"][:, :T0], k_cache, v_cache, False)
-    step = m(emb[:, T0:], pos[:, T0:], T0, x["bias"][:, T0:], k_cache, v_cache, True)
+    pos = torch.arange(T0 + 3, device=device).unsqueeze(0)
+    bias, sc = x["bias"], x["scales"]
+    prefill = m(emb[:, :T0], pos[:, :T0], 0, bias[:, :T0], k_cache, v_cache, sc, lar_path, False)
+    step = m(emb[:, T0:T0 + 1], pos[:, T0:T0 + 1], T0, bias[:, T0:T0 + 1], k_cache, v_cache, sc,
+             lar_path, True)
+    last, attn = m.forward_with_attention(emb[:, T0 + 1:], pos[:, T0 + 1:], T0 + 1,
+                                          bias[:, T0 + 1:], k_cache, v_cache, sc, lar_path)
+    return [prefill, step, last, attn, k_cache, v_cache]
+
+
+def run_decoder(m, x, dtype):
+    """embed, both LAR paths (decoder_pass), attend."""
+    emb = m.embed(x["ids"])
     att = m.attend(x["q"], x["k"], x["v"], x["k_bias"], 2)
-    return [emb, prefill, step, k_cache, v_cache, att]
+    return [emb] + decoder_pass(m, x, dtype, 0) + decoder_pass(m, x, dtype, 1) + [att]
 
 
 def max_diff(ref, got):
@@ -186,6 +208,28 @@ def verify(paths, modules, ckpt, dtype):
             if diff > tol:
                 raise CheckFailed(f"{paths[key]}: reloaded TorchScript module differs from the "
                                   f"eager module by {diff:.3g} (tolerance {tol:.3g})")
+            if key == "decoder":
+                check_lar_paths(got, paths[key], check_dtype, note)
+
+
+def check_lar_paths(outputs, path, dtype, note):
+    """The reloaded decoder's augmented-key and additive-mask paths must agree (logits, attention
+    logits and the caches they wrote). outputs: run_decoder's list."""
+    n = 6  # decoder_pass outputs
+    aug, mask = outputs[1:1 + n], outputs[1 + n:1 + 2 * n]
+    # each tensor against its own magnitude (the caches' bias channel is larger than the logits);
+    # report the pair closest to its tolerance
+    pairs = []
+    for a, b in zip(aug, mask):
+        scale = max(1.0, float(a.float().abs().max()) if a.numel() else 0.0)
+        pairs.append((max_diff([a], [b]), PATH_TOLERANCE[dtype] * scale))
+    diff, tol = max(pairs, key=lambda p: p[0] / p[1])
+    status = "ok" if diff <= tol else "FAILED"
+    print(f"export_llava: check {'LAR paths':<12} max abs diff {diff:.3g} "
+          f"(tolerance {tol:.3g}){note}: {status}")
+    if diff > tol:
+        raise CheckFailed(f"{path}: the augmented-key and additive-mask LAR paths differ by "
+                          f"{diff:.3g} (tolerance {tol:.3g})")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,10 +17,16 @@ Writes into --out (all float32, C order, numpy.save):
   vision_features.npy [N,C]       vision tower output (CLS dropped)
   attn_logits.npy     [H,N]       CLS-row attention logits of the feature layer
   attn_probs.npy      [H,N]       CLS-row probabilities (softmax incl. CLS, CLS dropped)
+  mean_logits.npy     [H,N]       CLS-free "mean" readout of the same layer: attention logits
+                                  averaged over the N patch query rows, CLS key column dropped
+  mean_probs.npy      [H,N]       the same for probabilities (each row's softmax over all N+1
+                                  keys, CLS column dropped, then averaged over the N rows)
   projected.npy       [N,D]       projector output
   logits.npy          [L,V]       decoder logits at every position, zero LAR bias
   log_bias.npy        [L]         0 on text positions, U[0, log 6) on the N image positions (seeded)
-  logits_biased.npy   [L,V]       decoder logits with that bias
+  logits_biased.npy   [L,V]       decoder logits with that bias (in every layer)
+  logits_biased_early.npy [L,V]   decoder logits with that bias in layer 0 only (per-layer LAR
+                                  scales [1, 0, 0, ...])
   greedy.json         {"tokens": 32 greedy ids, "top2_margins": logit gap top1 - top2 per step}:
                       zero bias, argmax (first index on ties) of the last position, full
                       recompute each step, EOS does not stop, no vocabulary mask
@@ -94,11 +100,14 @@ def main(argv=None):
                {"prompt": prompt, "ids": ids, "image_token_id": cfg.image_token_id})
 
     with torch.no_grad():
-        feats, attn_logits, attn_probs = vision(torch.from_numpy(pixels))
+        feats, attn_logits, attn_probs, mean_logits, mean_probs = vision(
+            torch.from_numpy(pixels))
         projected = projector(feats)
         save(args.out, "vision_features.npy", feats[0])
         save(args.out, "attn_logits.npy", attn_logits[0])
         save(args.out, "attn_probs.npy", attn_probs[0])
+        save(args.out, "mean_logits.npy", mean_logits[0])
+        save(args.out, "mean_probs.npy", mean_probs[0])
         save(args.out, "projected.npy", projected[0])
 
         # ---- splice: text before, N image rows, text after
@@ -118,6 +127,10 @@ def main(argv=None):
         save(args.out, "log_bias.npy", log_bias)
         biased = decoder(embeds, positions, torch.from_numpy(log_bias)[None])[0]
         save(args.out, "logits_biased.npy", biased)
+        early = torch.zeros(cfg.text.num_layers)
+        early[0] = 1.0  # LAR in the first layer only (the paper's early-only schedule)
+        biased_early = decoder(embeds, positions, torch.from_numpy(log_bias)[None], early)[0]
+        save(args.out, "logits_biased_early.npy", biased_early)
 
         # ---- greedy, no cache: every step recomputes the whole sequence
         tokens, margins = [], []

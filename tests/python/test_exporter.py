@@ -202,42 +202,177 @@ class DecoderAttentionTest(unittest.TestCase):
         pos = torch.arange(T).unsqueeze(0).expand(B, T)
         return embeds, pos, bias
 
-    def check_cached_vs_explicit(self, scripted, explicit, cfg, B=1, seed=0, zero_bias=False):
+    def run_cached(self, scripted, cfg, embeds, pos, bias, scales, lar_path, T0, S_max=16):
+        """Prefill T0 tokens at cache_pos 0 (all logits), one decode step (T == 1, last_only),
+        then the rest as a chunk after the cache (cache_pos > 0, T > 1, all logits).
+        -> (prefill, step [B,1,V], chunk, k_cache, v_cache)."""
+        B = embeds.shape[0]
+        shape = (cfg.num_layers, B, cfg.num_kv_heads, S_max, cfg.cache_head_dim)
+        kc, vc = torch.zeros(shape), torch.zeros(shape)
+        with torch.no_grad():
+            pre = scripted(embeds[:, :T0], pos[:, :T0], 0, bias[:, :T0], kc, vc, scales,
+                           lar_path, False)
+            step = scripted(embeds[:, T0:T0 + 1], pos[:, T0:T0 + 1], T0, bias[:, T0:T0 + 1],
+                            kc, vc, scales, lar_path, True)
+            chunk = scripted(embeds[:, T0 + 1:], pos[:, T0 + 1:], T0 + 1, bias[:, T0 + 1:],
+                             kc, vc, scales, lar_path, False)
+        return pre, step, chunk, kc, vc
+
+    def check_cached_vs_explicit(self, scripted, explicit, cfg, B=1, seed=0, zero_bias=False,
+                                 scales=None, lar_path=0):
+        """scales: per-layer LAR multipliers (None: ones, and the explicit reference gets none)."""
         T0, T1, S_max = 9, 3, 16
         T = T0 + 1 + T1
         embeds, pos, bias = self.inputs(cfg, B, T, seed)
         if zero_bias:
             bias.zero_()
-        shape = (cfg.num_layers, B, cfg.num_kv_heads, S_max, cfg.cache_head_dim)
-        kc, vc = torch.zeros(shape), torch.zeros(shape)
+        layer_scale = torch.ones(cfg.num_layers) if scales is None else scales
         with torch.no_grad():
-            ref = explicit.forward_explicit(embeds, pos, bias)
-            # prefill: cache_pos 0, T > 1, all logits
-            out = scripted(embeds[:, :T0], pos[:, :T0], 0, bias[:, :T0], kc, vc, False)
-            self.assertEqual(out.dtype, torch.float32)
-            self.assertLessEqual(float((out - ref[:, :T0]).abs().max()), ATOL)
-            # one decode step: T == 1 at cache_pos T0, last_only
-            out = scripted(embeds[:, T0:T0 + 1], pos[:, T0:T0 + 1], T0, bias[:, T0:T0 + 1],
-                           kc, vc, True)
-            self.assertEqual(list(out.shape), [B, 1, cfg.vocab_size])
-            self.assertLessEqual(float((out[:, 0] - ref[:, T0]).abs().max()), ATOL)
-            # a chunk after the cache (cache_pos > 0, T > 1: the masked path)
-            out = scripted(embeds[:, T0 + 1:], pos[:, T0 + 1:], T0 + 1, bias[:, T0 + 1:],
-                           kc, vc, False)
-            self.assertLessEqual(float((out - ref[:, T0 + 1:]).abs().max()), ATOL)
-        # the cache holds K~ = [K, sqrt(d) log_b, 0..] and V~ = [V, 0..]
+            ref = explicit.forward_explicit(embeds, pos, bias, scales)
+        pre, step, chunk, kc, vc = self.run_cached(scripted, cfg, embeds, pos, bias, layer_scale,
+                                                   lar_path, T0, S_max)
+        # prefill: cache_pos 0, T > 1, all logits
+        self.assertEqual(pre.dtype, torch.float32)
+        self.assertLessEqual(float((pre - ref[:, :T0]).abs().max()), ATOL)
+        # one decode step: T == 1 at cache_pos T0, last_only
+        self.assertEqual(list(step.shape), [B, 1, cfg.vocab_size])
+        self.assertLessEqual(float((step[:, 0] - ref[:, T0]).abs().max()), ATOL)
+        # a chunk after the cache (cache_pos > 0, T > 1: the masked path)
+        self.assertLessEqual(float((chunk - ref[:, T0 + 1:]).abs().max()), ATOL)
+        # the cache holds K~ = [K, sqrt(d) scale_l log_b, 0..] and V~ = [V, 0..]; with scale 1
+        # the bias channel is bit for bit what the single-scale decoder wrote (sqrt(d) log_b)
         d = cfg.head_dim
         col = kc[:, :, :, :T, d]
-        want = (bias * math.sqrt(d))[None, :, None, :].expand_as(col)
-        self.assertLessEqual(float((col - want).abs().max()), 1e-5)
+        if scales is None:
+            want = (bias * math.sqrt(d))[None, :, None, :].expand_as(col)
+            self.assertTrue(torch.equal(col, want))
+        else:
+            want = (bias[None] * layer_scale[:, None, None] * math.sqrt(d))[:, :, None, :]
+            self.assertLessEqual(float((col - want.expand_as(col)).abs().max()), 1e-5)
         self.assertEqual(float(kc[..., d + 1:].abs().max()), 0.0)
         self.assertEqual(float(vc[..., d:].abs().max()), 0.0)
         self.assertEqual(float(kc[:, :, :, T:].abs().max()), 0.0)  # nothing written past T
 
     def test_checkpoint_decoder_matches_explicit(self):
         for mode, scripted in self.scripted.items():
-            with self.subTest(mode=mode):
-                self.check_cached_vs_explicit(scripted, self.explicit, self.ckpt.config.text)
+            for lar_path in (0, 1):
+                with self.subTest(mode=mode, lar_path=lar_path):
+                    self.check_cached_vs_explicit(scripted, self.explicit,
+                                                  self.ckpt.config.text, lar_path=lar_path)
+
+    def random_scales(self, cfg, seed):
+        g = torch.Generator().manual_seed(seed)
+        scales = torch.rand(cfg.num_layers, generator=g) * 2.0
+        scales[0] = 0.0 if cfg.num_layers > 2 else scales[0]
+        return scales
+
+    def test_lar_paths_agree(self):
+        """Augmented Q~/K~/V~ path == additive-mask path, any per-layer scales, in prefill
+        (cache_pos 0), a decode step (T == 1) and a chunk after the cache (cache_pos > 0)."""
+        cfg = self.ckpt.config.text
+        embeds, pos, bias = self.inputs(cfg, 1, 13, seed=11)
+        for mode, scripted in self.scripted.items():
+            for seed in (1, 2, 3):
+                scales = self.random_scales(cfg, seed)
+                with self.subTest(mode=mode, scales=scales.tolist()):
+                    aug = self.run_cached(scripted, cfg, embeds, pos, bias, scales, 0, 9)
+                    msk = self.run_cached(scripted, cfg, embeds, pos, bias, scales, 1, 9)
+                    for what, a, m in zip(("prefill", "decode", "chunk"), aug[:3], msk[:3]):
+                        self.assertLessEqual(float((a - m).abs().max()), ATOL, what)
+                    # both paths write the same cache: the bias channel and layer 0 bit for bit
+                    # (later layers' K/V follow the earlier layers' rounding)
+                    d = cfg.head_dim
+                    self.assertTrue(torch.equal(aug[3][..., d], msk[3][..., d]))
+                    self.assertTrue(torch.equal(aug[3][0], msk[3][0]))
+                    self.assertTrue(torch.equal(aug[4][0], msk[4][0]))
+                    for a, m in zip(aug[3:], msk[3:]):
+                        self.assertLessEqual(float((a - m).abs().max()), ATOL)
+
+    def test_per_layer_scales_match_explicit(self):
+        cfg = self.ckpt.config.text
+        early = torch.zeros(cfg.num_layers)
+        early[0] = 1.0
+        for mode, scripted in self.scripted.items():
+            for lar_path in (0, 1):
+                for scales in (self.random_scales(cfg, 7), early):
+                    with self.subTest(mode=mode, lar_path=lar_path, scales=scales.tolist()):
+                        self.check_cached_vs_explicit(scripted, self.explicit, cfg,
+                                                      scales=scales, lar_path=lar_path)
+
+    def test_unit_and_zero_scales(self):
+        """Scales all ones == the single-scale behaviour (the explicit formula with log_b in every
+        layer); all zeros == no bias at all, bit for bit."""
+        cfg = self.ckpt.config.text
+        embeds, pos, bias = self.inputs(cfg, 1, 13, seed=12)
+        ones, zeros = torch.ones(cfg.num_layers), torch.zeros(cfg.num_layers)
+        with torch.no_grad():
+            ref = self.explicit.forward_explicit(embeds, pos, bias)
+            ref0 = self.explicit.forward_explicit(embeds, pos, torch.zeros_like(bias))
+        for mode, scripted in self.scripted.items():
+            for lar_path in (0, 1):
+                with self.subTest(mode=mode, lar_path=lar_path):
+                    got = self.run_cached(scripted, cfg, embeds, pos, bias, ones, lar_path, 9)
+                    self.assertLessEqual(float((got[0] - ref[:, :9]).abs().max()), ATOL)
+                    self.assertLessEqual(float((got[2] - ref[:, 10:]).abs().max()), ATOL)
+                    off = self.run_cached(scripted, cfg, embeds, pos, bias, zeros, lar_path, 9)
+                    plain = self.run_cached(scripted, cfg, embeds, pos, torch.zeros_like(bias),
+                                            ones, lar_path, 9)
+                    for a, b in zip(off, plain):
+                        self.assertTrue(torch.equal(a, b))
+                    self.assertLessEqual(float((off[0] - ref0[:, :9]).abs().max()), ATOL)
+                    self.assertLessEqual(float((off[2] - ref0[:, 10:]).abs().max()), ATOL)
+                    self.assertGreater(float((off[0] - got[0]).abs().max()), 1e-3)  # bias acts
+
+    def test_forward_with_attention(self):
+        """Logits == forward(last_only); attention rows == the explicit last-query logits (their
+        softmax sums to 1); the cache is written exactly as forward writes it. Cases: prefill
+        (cache_pos 0, T > 1), a first single token, a decode step (T == 1, cache_pos > 0) and a
+        chunk after the cache (cache_pos > 0, T > 1)."""
+        cfg = self.ckpt.config.text
+        T0, T = 9, 13
+        embeds, pos, bias = self.inputs(cfg, 1, T, seed=13)
+        shape = (cfg.num_layers, 1, cfg.num_kv_heads, 16, cfg.cache_head_dim)
+        scales = self.random_scales(cfg, 5)
+        for mode, scripted in self.scripted.items():
+            for lar_path in (0, 1):
+                for a, b in ((0, T0), (0, 1), (T0, T0 + 1), (T0, T)):
+                    with self.subTest(mode=mode, lar_path=lar_path, new_tokens=(a, b)):
+                        kc, vc = torch.zeros(shape), torch.zeros(shape)
+                        with torch.no_grad():
+                            if a:
+                                scripted(embeds[:, :a], pos[:, :a], 0, bias[:, :a], kc, vc,
+                                         scales, lar_path, False)
+                            k2, v2 = kc.clone(), vc.clone()
+                            want = scripted(embeds[:, a:b], pos[:, a:b], a, bias[:, a:b], k2, v2,
+                                            scales, lar_path, True)
+                            logits, attn = scripted.forward_with_attention(
+                                embeds[:, a:b], pos[:, a:b], a, bias[:, a:b], kc, vc, scales,
+                                lar_path)
+                            _, ref = self.explicit.forward_explicit(
+                                embeds[:, :b], pos[:, :b], bias[:, :b], scales, return_attn=True)
+                        self.assertEqual(list(logits.shape), [1, 1, cfg.vocab_size])
+                        self.assertEqual(list(attn.shape), [cfg.num_layers, 1, cfg.num_heads, b])
+                        self.assertEqual(attn.dtype, torch.float32)
+                        self.assertLessEqual(float((logits - want).abs().max()), ATOL)
+                        self.assertTrue(torch.equal(kc, k2) and torch.equal(vc, v2))
+                        p = torch.softmax(attn, -1)
+                        self.assertLessEqual(float((p.sum(-1) - 1).abs().max()), 1e-6)
+                        self.assertLessEqual(float((attn - ref).abs().max()), ATOL)
+                        self.assertLessEqual(float((p - torch.softmax(ref, -1)).abs().max()),
+                                             1e-6)
+
+    def test_bad_lar_arguments_are_refused(self):
+        cfg = self.ckpt.config.text
+        embeds, pos, bias = self.inputs(cfg, 1, 3, seed=1)
+        shape = (cfg.num_layers, 1, cfg.num_kv_heads, 4, cfg.cache_head_dim)
+        scripted = self.scripted["math"]
+        for scales, path, msg in ((torch.ones(cfg.num_layers), 2, "lar_path"),
+                                  (torch.ones(cfg.num_layers + 1), 0, "layer_bias_scale"),
+                                  (torch.ones(1, cfg.num_layers), 1, "layer_bias_scale")):
+            with self.subTest(path=path, scales=list(scales.shape)):
+                with self.assertRaisesRegex(Exception, msg):
+                    scripted(embeds, pos, 0, bias, torch.zeros(shape), torch.zeros(shape),
+                             scales, path, True)
 
     def test_zero_bias_is_plain_attention(self):
         cfg = self.ckpt.config.text
@@ -269,22 +404,34 @@ class DecoderAttentionTest(unittest.TestCase):
         with torch.no_grad():
             for p in explicit.parameters():  # RMSNorm weights start at 1: perturb them too
                 p.add_(torch.randn_like(p) * 0.05)
+        scales = torch.tensor([0.5, 1.7])
         for mode in modes():
-            with self.subTest(mode=mode):
-                dec = lm.LlamaDecoder(cfg, attention=mode).eval()
-                dec.load_state_dict(explicit.state_dict())
-                self.check_cached_vs_explicit(torch.jit.script(dec), explicit, cfg, B=2, seed=9)
+            dec = lm.LlamaDecoder(cfg, attention=mode).eval()
+            dec.load_state_dict(explicit.state_dict())
+            scripted = torch.jit.script(dec)
+            for lar_path in (0, 1):
+                with self.subTest(mode=mode, lar_path=lar_path):
+                    self.check_cached_vs_explicit(scripted, explicit, cfg, B=2, seed=9,
+                                                  lar_path=lar_path)
+                    self.check_cached_vs_explicit(scripted, explicit, cfg, B=2, seed=9,
+                                                  scales=scales, lar_path=lar_path)
 
     def test_sdpa_branches_eager(self):
         """The SdpaAttention mask / is_causal branches, run eagerly. Where torch < 2.1 has no
         scaled_dot_product_attention, a stand-in with its documented semantics is used (the
         scripted sdpa module itself is covered by the tests above on torch >= 2.1)."""
+        float_masks = []
+
         def stand_in(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
             s = torch.matmul(q, k.transpose(-1, -2)) * scale
             if is_causal:  # top-left aligned, as torch documents it
                 attn_mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()
-            if attn_mask is not None:
+            if attn_mask is not None and attn_mask.dtype == torch.bool:
                 s = s.masked_fill(~attn_mask, float("-inf"))
+            elif attn_mask is not None:  # a float mask is added to the scaled scores
+                self.assertEqual(attn_mask.dtype, q.dtype)
+                float_masks.append(list(attn_mask.shape))
+                s = s + attn_mask
             return torch.softmax(s, -1) @ v
 
         cfg = self.ckpt.config.text
@@ -297,7 +444,16 @@ class DecoderAttentionTest(unittest.TestCase):
         if saved is None:
             torch.nn.functional.scaled_dot_product_attention = stand_in
         try:
-            self.check_cached_vs_explicit(dec, self.explicit, cfg)
+            for lar_path in (0, 1):
+                with self.subTest(lar_path=lar_path):
+                    self.check_cached_vs_explicit(dec, self.explicit, cfg, lar_path=lar_path)
+                    self.check_cached_vs_explicit(dec, self.explicit, cfg,
+                                                  scales=self.random_scales(cfg, 4),
+                                                  lar_path=lar_path)
+            # the mask path hands SDPA [B,1,Tq,Tk] (causal + bias) or [B,1,1,Tk] (decode)
+            self.assertIn([1, 1, 9, 9], float_masks)
+            self.assertIn([1, 1, 1, 10], float_masks)
+            self.assertIn([1, 1, 3, 13], float_masks)
         finally:
             if saved is None:
                 del torch.nn.functional.scaled_dot_product_attention
@@ -321,17 +477,52 @@ class DecoderAttentionTest(unittest.TestCase):
         S = self.ckpt.config.vision.image_size
         x = torch.randn(1, 3, S, S, generator=torch.Generator().manual_seed(2))
         with torch.no_grad():
-            f, lg, pr = vision(x)
-            f2, lg2, pr2 = scripted(x)
+            out = vision(x)
+            out2 = scripted(x)
+        self.assertEqual(len(out), 5)
+        f, lg, pr, ml, mp = out
         v = self.ckpt.config.vision
         self.assertEqual(list(f.shape), [1, v.num_patches, v.hidden_size])
-        self.assertEqual(list(lg.shape), [1, v.num_heads, v.num_patches])
-        self.assertEqual(lg.dtype, torch.float32)
-        self.assertTrue(torch.equal(f, f2) and torch.equal(lg, lg2) and torch.equal(pr, pr2))
+        for t in (lg, pr, ml, mp):
+            self.assertEqual(list(t.shape), [1, v.num_heads, v.num_patches])
+            self.assertEqual(t.dtype, torch.float32)
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(out, out2)))
         # probs without the CLS column renormalise to the softmax of the logits row
         self.assertTrue(bool((pr.sum(-1) < 1).all()))
         renorm = pr / pr.sum(-1, keepdim=True)
         self.assertLessEqual(float((renorm - torch.softmax(lg, -1)).abs().max()), 1e-6)
+
+    def test_vision_mean_readout(self):
+        """The CLS-free mean readout == an explicit recomputation from the eager attention of the
+        feature layer (float64, HF CLIP attention written out by hand)."""
+        vision = lm.build_vision(self.ckpt)
+        v = self.ckpt.config.vision
+        S = v.image_size
+        x = torch.randn(2, 3, S, S, generator=torch.Generator().manual_seed(6))
+        with torch.no_grad():
+            _, cls_logits, cls_probs, mean_logits, mean_probs = vision(x)
+            h = vision.pre_layrnorm(vision.embeddings(x))
+            for layer in vision.encoder.layers[:-1]:
+                h = layer(h, False)[0]
+            attn = vision.encoder.layers[-1].self_attn
+            h = vision.encoder.layers[-1].layer_norm1(h).double()
+            B, N1, C = h.shape
+            H, hd = v.num_heads, C // v.num_heads
+
+            def heads(lin):
+                return torch.nn.functional.linear(h, lin.weight.double(), lin.bias.double()) \
+                    .view(B, N1, H, hd).transpose(1, 2)
+
+            logits = heads(attn.q_proj) @ heads(attn.k_proj).transpose(-1, -2) / math.sqrt(hd)
+            probs = torch.softmax(logits, -1)  # [B, H, N+1 queries, N+1 keys]
+        want_ml = torch.stack([logits[:, :, i, 1:] for i in range(1, N1)], 0).mean(0)
+        want_mp = torch.stack([probs[:, :, i, 1:] for i in range(1, N1)], 0).mean(0)
+        self.assertLessEqual(float((mean_logits.double() - want_ml).abs().max()), 1e-5)
+        self.assertLessEqual(float((mean_probs.double() - want_mp).abs().max()), 1e-7)
+        self.assertLessEqual(float((cls_logits.double() - logits[:, :, 0, 1:]).abs().max()), 1e-5)
+        self.assertLessEqual(float((cls_probs.double() - probs[:, :, 0, 1:]).abs().max()), 1e-7)
+        self.assertTrue(bool((mean_probs.sum(-1) < 1).all()))  # the CLS key's share is gone
+        self.assertFalse(torch.allclose(mean_logits, cls_logits))  # a different readout
 
 
 # ================================================================================================
@@ -380,14 +571,26 @@ class ExporterCliTest(unittest.TestCase):
         cfg = read_json(os.path.join(CHECKPOINT, "config.json"))
         self.assertEqual(m["text"]["vocab_size"], cfg["text_config"]["vocab_size"])
 
+        self.assertEqual(m["exported_with"]["decoder_api"], 2)
+        self.assertEqual(m["exported_with"]["attention"], "sdpa" if lm.sdpa_available() else "math")
+
         dec = torch.jit.load(os.path.join(out, "decoder.pt"))
         t = m["text"]
         kc = torch.zeros(t["num_layers"], 1, t["num_kv_heads"], 4, t["cache_head_dim"])
         vc = torch.zeros_like(kc)
         emb = dec.embed(torch.tensor([[1, 5, 7]]))
-        logits = dec(emb, torch.arange(3)[None], 0, torch.zeros(1, 3), kc, vc, True)
+        scales = torch.ones(t["num_layers"])
+        logits = dec(emb, torch.arange(3)[None], 0, torch.zeros(1, 3), kc, vc, scales, 0, True)
         self.assertEqual(list(logits.shape), [1, 1, t["vocab_size"]])
         self.assertGreater(float(kc.abs().sum()), 0.0)  # written in place
+        kc2, vc2 = torch.zeros_like(kc), torch.zeros_like(vc)
+        logits2, attn = dec.forward_with_attention(emb, torch.arange(3)[None], 0,
+                                                   torch.zeros(1, 3), kc2, vc2, scales, 1)
+        self.assertEqual(list(attn.shape), [t["num_layers"], 1, t["num_heads"], 3])
+        self.assertLessEqual(float((logits2 - logits).abs().max()), ATOL)
+        vis = torch.jit.load(os.path.join(out, "vision.pt"))
+        S = m["vision"]["image_size"]
+        self.assertEqual(len(vis(torch.zeros(1, 3, S, S))), 5)
 
     def test_rejects_wrong_model_type(self):
         ck = copy_checkpoint(os.path.join(self.tmp, "ck"))

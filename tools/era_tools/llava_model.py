@@ -3,17 +3,22 @@
 These are what `tools/export_llava.py` scripts into the bundle (see models/BUNDLE_FORMAT.md for the
 exact interfaces) and what `tests/python/make_logit_refs.py` runs as the eager reference.
 
-  VisionTower   CLIP ViT up to the feature layer; also returns the CLS-query attention row of
-                that layer (ERA's saliency map) as logits and probabilities, in float32
+  VisionTower   CLIP ViT up to the feature layer; also returns that layer's saliency maps in
+                float32: the CLS-query attention row (ERA's default) and the CLS-free "mean"
+                readout (patch query rows averaged), each as logits and probabilities
   Projector     Linear -> exact (erf) GELU -> Linear
-  LlamaDecoder  LLaMA with the LAR attention in its "augmented key dimension" form and an
-                in-place KV cache; the attention core is picked at construction:
+  LlamaDecoder  LLaMA with the LAR attention and an in-place KV cache whose K~ rows carry every
+                key's per-layer scaled log-bias. Per call, lar_path picks the "augmented key
+                dimension" form (0) or the additive float mask built from the cached bias
+                channel (1); forward_with_attention() also returns every layer's last-query
+                attention logits. The attention core is picked at construction:
                   "math"  matmul + float32 softmax (works everywhere, the only one on torch 1.13)
                   "sdpa"  F.scaled_dot_product_attention(scale=...) (torch >= 2.1)
                 The cores are separate classes, so TorchScript only ever compiles the chosen one.
   ExplicitLlamaDecoder  eager-only reference: no cache, plain [K, V] of width head_dim and
-                `softmax(QK^T/sqrt(d) + log_b[key] + causal) V` recomputed from scratch. This is the
-                independent formula the C++ and exporter tests compare against.
+                `softmax(QK^T/sqrt(d) + s_l * log_b[key] + causal) V` recomputed from scratch
+                (s_l: optional per-layer scales). This is the independent formula the C++ and
+                exporter tests compare against.
 
 Numerics follow HF transformers: RMSNorm variance in float32, normalised value cast back to the
 model dtype before the weight multiply; RoPE inv_freq / cos / sin in float32, cast to the model
@@ -21,7 +26,7 @@ dtype; NeoX rotate_half layout; decoder logits returned as float32.
 """
 import math
 import re
-from typing import Tuple
+from typing import List, Tuple
 
 import torch
 import torch.nn as nn
@@ -88,7 +93,11 @@ class CLIPAttention(nn.Module):
         self.v_proj = nn.Linear(C, C, **kw)
         self.out_proj = nn.Linear(C, C, **kw)
 
-    def forward(self, x: torch.Tensor, need_cls: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, need_saliency: bool
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> (output, cls_logits [B,H,N+1] incl. the CLS column, mean_logits [B,H,N],
+        mean_probs [B,H,N]); the three saliency tensors are float32 and empty unless
+        need_saliency."""
         B, N, C = x.shape
         q = self.q_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
@@ -96,14 +105,22 @@ class CLIPAttention(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
         probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(B, N, C)
-        if need_cls:
-            # The saliency row, recomputed in float32 from the model-dtype q/k (in fp16 the
-            # in-kernel scores are too coarse to rank tokens): [B, H, N] incl. the CLS column.
-            cls_logits = torch.matmul(q[:, :, 0:1].float(),
-                                      k.float().transpose(-1, -2)).squeeze(2) * self.scale
+        if need_saliency:
+            # The saliency rows, recomputed in float32 from the model-dtype q/k (in fp16 the
+            # in-kernel scores are too coarse to rank tokens). CLS row: [B, H, N] incl. the CLS
+            # column.
+            kf = k.float().transpose(-1, -2)
+            cls_logits = torch.matmul(q[:, :, 0:1].float(), kf).squeeze(2) * self.scale
+            # CLS-free "mean" readout: every patch query row (CLS query excluded), the softmax
+            # over all keys (CLS included), then the CLS key column dropped and the rows averaged.
+            full = torch.matmul(q.float(), kf) * self.scale  # [B, H, N+1, N+1]
+            mean_logits = full[:, :, 1:, 1:].mean(dim=2)
+            mean_probs = torch.softmax(full, dim=-1)[:, :, 1:, 1:].mean(dim=2)
         else:
             cls_logits = torch.zeros(0, device=x.device)
-        return self.out_proj(out), cls_logits
+            mean_logits = cls_logits
+            mean_probs = cls_logits
+        return self.out_proj(out), cls_logits, mean_logits, mean_probs
 
 
 class CLIPMLP(nn.Module):
@@ -126,11 +143,12 @@ class CLIPEncoderLayer(nn.Module):
         self.layer_norm2 = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.mlp = CLIPMLP(cfg, **kw)
 
-    def forward(self, x: torch.Tensor, need_cls: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-        h, cls_logits = self.self_attn(self.layer_norm1(x), need_cls)
+    def forward(self, x: torch.Tensor, need_saliency: bool
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        h, cls_logits, mean_logits, mean_probs = self.self_attn(self.layer_norm1(x), need_saliency)
         x = x + h
         x = x + self.mlp(self.layer_norm2(x))
-        return x, cls_logits
+        return x, cls_logits, mean_logits, mean_probs
 
 
 class CLIPEncoder(nn.Module):
@@ -142,19 +160,25 @@ class CLIPEncoder(nn.Module):
             [CLIPEncoderLayer(cfg, device=device, dtype=dtype) for _ in range(cfg.layers_run)])
         self.num_layers = cfg.layers_run
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         cls_logits = torch.zeros(0, device=x.device)
+        mean_logits, mean_probs = cls_logits, cls_logits
         for i, layer in enumerate(self.layers):
-            x, c = layer(x, i == self.num_layers - 1)
+            x, c, ml, mp = layer(x, i == self.num_layers - 1)
             if i == self.num_layers - 1:
-                cls_logits = c
-        return x, cls_logits
+                cls_logits, mean_logits, mean_probs = c, ml, mp
+        return x, cls_logits, mean_logits, mean_probs
 
 
 class VisionTower(nn.Module):
     """pixels [B,3,S,S] float32 -> (features [B,N,C] model dtype, CLS logits [B,H,N] f32,
-    CLS probs [B,H,N] f32). Features are HF `hidden_states[feature_layer]` with CLS dropped; the
-    probabilities are the softmax over the whole CLS row (CLS column included), then dropped."""
+    CLS probs [B,H,N] f32, mean logits [B,H,N] f32, mean probs [B,H,N] f32). Features are HF
+    `hidden_states[feature_layer]` with CLS dropped. CLS: that layer's CLS query row; the
+    probabilities are the softmax over the whole row (CLS column included), then dropped. Mean
+    (CLS-free readout): the same layer's attention averaged over the N patch query rows (CLS query
+    row excluded), CLS key column dropped; for the probabilities each row's softmax runs over all
+    N+1 keys before the CLS column is dropped, then the rows are averaged."""
 
     def __init__(self, cfg, device=None, dtype=None):
         super().__init__()
@@ -163,12 +187,14 @@ class VisionTower(nn.Module):
         self.pre_layrnorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.encoder = CLIPEncoder(cfg, **kw)
 
-    def forward(self, pixel_values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, pixel_values: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         x = self.pre_layrnorm(self.embeddings(pixel_values))
-        x, cls_logits = self.encoder(x)
+        x, cls_logits, mean_logits, mean_probs = self.encoder(x)
         cls_probs = torch.softmax(cls_logits, dim=-1)
         return (x[:, 1:].contiguous(), cls_logits[:, :, 1:].contiguous(),
-                cls_probs[:, :, 1:].contiguous())
+                cls_probs[:, :, 1:].contiguous(), mean_logits.contiguous(),
+                mean_probs.contiguous())
 
 
 # ================================================================================================
@@ -244,6 +270,18 @@ def augment_value(v: torch.Tensor, width: int) -> torch.Tensor:
     return F.pad(v, [0, width - v.shape[-1]])
 
 
+def additive_mask(key_bias: torch.Tensor, tq: int, tk: int, causal_offset: int) -> torch.Tensor:
+    """LAR's additive-mask form: key_bias [B,Tk] float32 (log_b per key, already scaled) ->
+    float32 mask [B,1,1,Tk] (a single query that sees every key) or [B,1,Tq,Tk] (causal -inf on
+    the hidden keys, + the bias on every key), broadcast over heads (and queries)."""
+    mask = key_bias.float()[:, None, None, :]
+    if tq > 1 or causal_offset + tq < tk:
+        causal = torch.zeros(tq, tk, device=key_bias.device).masked_fill(
+            hidden_keys(tq, tk, causal_offset, key_bias.device), float("-inf"))
+        mask = mask + causal
+    return mask
+
+
 class MathAttention(nn.Module):
     """softmax(Q K^T * scale + causal) V with the softmax in float32 (HF "eager" numerics)."""
 
@@ -258,6 +296,15 @@ class MathAttention(nn.Module):
         if tq > 1 or causal_offset + tq < tk:  # a single last query sees every key: no mask
             scores = scores.masked_fill(hidden_keys(tq, tk, causal_offset, q.device),
                                         float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
+
+    def forward_bias(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     key_bias: torch.Tensor, causal_offset: int) -> torch.Tensor:
+        """LAR's additive-mask path: softmax(Q K^T * scale + (causal + key_bias)) V, plain
+        width-d q/k/v, key_bias [B,Tk] float32 added in float32 after the scale."""
+        tq, tk = q.shape[2], k.shape[2]
+        scores = (torch.matmul(q, k.transpose(-1, -2)) * self.scale).float()
+        scores = scores + additive_mask(key_bias, tq, tk, causal_offset)
         return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
 
 
@@ -280,6 +327,14 @@ class SdpaAttention(nn.Module):
         allowed = torch.logical_not(hidden_keys(tq, tk, causal_offset, q.device))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.scale)
 
+    def forward_bias(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     key_bias: torch.Tensor, causal_offset: int) -> torch.Tensor:
+        """The additive-mask path: the float mask (causal + key_bias, in the query dtype, as
+        SDPA wants it) as attn_mask. Flash attention does not take a float mask; the
+        memory-efficient and math backends do."""
+        mask = additive_mask(key_bias, q.shape[2], k.shape[2], causal_offset).to(q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+
 
 def make_attention_core(mode, scale):
     if mode in ("math", "explicit"):  # the explicit decoder keeps a math core for attend()
@@ -290,15 +345,31 @@ def make_attention_core(mode, scale):
     raise ValueError(f"unknown attention mode {mode!r}")
 
 
-def explicit_attention(q, k, v, key_log_bias, causal_offset=0):
-    """The reference formula, eager only, in float32: softmax(QK^T/sqrt(d) + log_b + causal) V.
-    q [B,H,Tq,d], k/v [B,H,Tk,d], key_log_bias [B,Tk]; query t sees keys <= causal_offset + t."""
+def explicit_scores(q, k, key_log_bias, causal_offset=0):
+    """The reference logits, eager only, float32: QK^T/sqrt(d) + log_b[key], -inf on the hidden
+    keys. q [B,H,Tq,d], k [B,H,Tk,d], key_log_bias [B,Tk] -> [B,H,Tq,Tk]."""
     d = q.shape[-1]
     scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) / math.sqrt(d)
     scores = scores + key_log_bias.float()[:, None, None, :]
-    scores = scores.masked_fill(hidden_keys(q.shape[2], k.shape[2], causal_offset, q.device),
-                                float("-inf"))
+    return scores.masked_fill(hidden_keys(q.shape[2], k.shape[2], causal_offset, q.device),
+                              float("-inf"))
+
+
+def explicit_attention(q, k, v, key_log_bias, causal_offset=0):
+    """The reference formula, eager only, in float32: softmax(QK^T/sqrt(d) + log_b + causal) V.
+    q [B,H,Tq,d], k/v [B,H,Tk,d], key_log_bias [B,Tk]; query t sees keys <= causal_offset + t."""
+    scores = explicit_scores(q, k, key_log_bias, causal_offset)
     return torch.matmul(torch.softmax(scores, dim=-1), v.float()).to(q.dtype)
+
+
+def layer_log_bias(key_log_bias, layer_scale, i):
+    """Eager-only: layer i's log-bias for the explicit reference (None = scale 1 everywhere)."""
+    if layer_scale is None:
+        return key_log_bias
+    return key_log_bias.float() * float(layer_scale[i])
+
+
+LAR_AUGMENTED, LAR_MASK = 0, 1  # the decoder's lar_path argument
 
 
 class LlamaAttention(nn.Module):
@@ -314,6 +385,7 @@ class LlamaAttention(nn.Module):
         self.n_rep = H // Hkv
         self.cache_head_dim = cfg.cache_head_dim
         self.sqrt_d = math.sqrt(hd)
+        self.scale = 1.0 / math.sqrt(hd)
         self.core = core
 
     def project(self, x: torch.Tensor, cos: torch.Tensor,
@@ -329,31 +401,59 @@ class LlamaAttention(nn.Module):
         return q, k, v
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache_pos: int,
-                key_log_bias: torch.Tensor, k_cache: torch.Tensor,
-                v_cache: torch.Tensor) -> torch.Tensor:
-        """k_cache / v_cache: this layer's [B, Hkv, S_max, cache_head_dim], updated in place."""
+                key_log_bias: torch.Tensor, bias_scale: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, lar_path: int,
+                need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """k_cache / v_cache: this layer's [B, Hkv, S_max, cache_head_dim], updated in place.
+        bias_scale: this layer's LAR multiplier (0-dim). Returns (output, attention logits of the
+        last query [B,H,Tk] float32 when need_attn, else an empty tensor)."""
         B, T, _ = x.shape
+        d = self.head_dim
         q, k, v = self.project(x, cos, sin)
+        # K~ = [K, sqrt(d) * scale_l * log_b, 0..]: the per-layer bias lives in the cache
+        bias = key_log_bias.float() * bias_scale.float()
         k_cache.narrow(2, cache_pos, T).copy_(
-            augment_key(k, key_log_bias, self.sqrt_d, self.cache_head_dim))
+            augment_key(k, bias, self.sqrt_d, self.cache_head_dim))
         v_cache.narrow(2, cache_pos, T).copy_(augment_value(v, self.cache_head_dim))
-        keys = k_cache.narrow(2, 0, cache_pos + T)
-        values = v_cache.narrow(2, 0, cache_pos + T)
+        tk = cache_pos + T
+        keys = k_cache.narrow(2, 0, tk)
+        values = v_cache.narrow(2, 0, tk)
+        if lar_path == 0:  # augmented Q~/K~/V~
+            query = augment_query(q, self.cache_head_dim)
+            key_bias = torch.zeros(0, device=x.device)
+        else:  # additive mask: plain width-d Q/K/V, the bias channel of the cache as a mask
+            query = q
+            key_bias = keys.select(1, 0).select(-1, d).float() / self.sqrt_d  # [B, Tk]
+            keys = keys.narrow(-1, 0, d)
+            values = values.narrow(-1, 0, d)
         if self.n_rep > 1:  # GQA: kv head j serves query heads j*n_rep .. (j+1)*n_rep-1 (HF)
             keys = keys.repeat_interleave(self.n_rep, dim=1)
             values = values.repeat_interleave(self.n_rep, dim=1)
-        out = self.core(augment_query(q, self.cache_head_dim), keys, values, cache_pos)
-        out = out.narrow(-1, 0, self.head_dim).transpose(1, 2).reshape(B, T, -1)
-        return self.o_proj(out)
+        if lar_path == 0:
+            out = self.core(query, keys, values, cache_pos)
+        else:
+            out = self.core.forward_bias(query, keys, values, key_bias, cache_pos)
+        if need_attn:
+            # The last query sees every key: its row is exactly what the softmax gets.
+            attn = (torch.matmul(query.narrow(2, T - 1, 1), keys.transpose(-1, -2))
+                    * self.scale).float().squeeze(2)
+            if lar_path != 0:
+                attn = attn + key_bias.unsqueeze(1)
+        else:
+            attn = torch.zeros(0, device=x.device)
+        out = out.narrow(-1, 0, d).transpose(1, 2).reshape(B, T, -1)
+        return self.o_proj(out), attn
 
     def forward_explicit(self, x, cos, sin, key_log_bias):
-        """Eager-only reference: no cache, plain width-d keys, the explicit formula."""
+        """Eager-only reference: no cache, plain width-d keys, the explicit formula.
+        Returns (output, the last query's logits [B,H,T] float32)."""
         B, T, _ = x.shape
         q, k, v = self.project(x, cos, sin)
         k = k.repeat_interleave(self.n_rep, dim=1)
         v = v.repeat_interleave(self.n_rep, dim=1)
         out = explicit_attention(q, k, v, key_log_bias, 0)
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+        last = explicit_scores(q[:, :, -1:], k, key_log_bias, T - 1)[:, :, 0]
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1)), last
 
 
 class LlamaMLP(nn.Module):
@@ -378,25 +478,30 @@ class LlamaDecoderLayer(nn.Module):
         self.mlp = LlamaMLP(cfg, **kw)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache_pos: int,
-                key_log_bias: torch.Tensor, k_cache: torch.Tensor,
-                v_cache: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache_pos, key_log_bias,
-                               k_cache, v_cache)
-        return x + self.mlp(self.post_attention_layernorm(x))
+                key_log_bias: torch.Tensor, bias_scale: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, lar_path: int,
+                need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        h, attn = self.self_attn(self.input_layernorm(x), cos, sin, cache_pos, key_log_bias,
+                                 bias_scale, k_cache, v_cache, lar_path, need_attn)
+        x = x + h
+        return x + self.mlp(self.post_attention_layernorm(x)), attn
 
     def forward_explicit(self, x, cos, sin, key_log_bias):
-        x = x + self.self_attn.forward_explicit(self.input_layernorm(x), cos, sin, key_log_bias)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        h, last = self.self_attn.forward_explicit(self.input_layernorm(x), cos, sin, key_log_bias)
+        x = x + h
+        return x + self.mlp(self.post_attention_layernorm(x)), last
 
 
 class LlamaDecoder(nn.Module):
-    """The bundle's decoder.pt: embed(), forward() with the in-place LAR KV cache, attend()."""
+    """The bundle's decoder.pt: embed(), forward() with the in-place LAR KV cache (augmented or
+    additive-mask path, per-layer bias scales), forward_with_attention(), attend()."""
 
     def __init__(self, cfg, attention="math", device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.head_dim = cfg.head_dim
         self.cache_head_dim = cfg.cache_head_dim
+        self.num_layers = cfg.num_layers
         self.rope_theta = float(cfg.rope_theta)
         self.sqrt_d = math.sqrt(cfg.head_dim)
         scale = 1.0 / math.sqrt(cfg.head_dim)
@@ -412,16 +517,47 @@ class LlamaDecoder(nn.Module):
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.embed_tokens(ids)
 
-    def forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
-                key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                last_only: bool) -> torch.Tensor:
+    def run_layers(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
+                   key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                   layer_bias_scale: torch.Tensor, lar_path: int, last_only: bool,
+                   need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        if lar_path != 0 and lar_path != 1:
+            raise ValueError("decoder: lar_path must be 0 (augmented) or 1 (additive mask)")
+        if layer_bias_scale.dim() != 1 or layer_bias_scale.size(0) != self.num_layers:
+            raise ValueError("decoder: layer_bias_scale must be a 1-d tensor with one scale per "
+                             "decoder layer")
         cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        scales = layer_bias_scale.float()
         x = embeds
+        attns: List[torch.Tensor] = []
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, cache_pos, key_log_bias, k_cache[i], v_cache[i])
+            x, a = layer(x, cos, sin, cache_pos, key_log_bias, scales[i], k_cache[i], v_cache[i],
+                         lar_path, need_attn)
+            if need_attn:
+                attns.append(a)
         if last_only:
             x = x[:, -1:]
-        return self.lm_head(self.norm(x)).float()
+        logits = self.lm_head(self.norm(x)).float()
+        if need_attn:
+            return logits, torch.stack(attns, dim=0)
+        return logits, torch.zeros(0, device=embeds.device)
+
+    def forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
+                key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                layer_bias_scale: torch.Tensor, lar_path: int, last_only: bool) -> torch.Tensor:
+        logits, _ = self.run_layers(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache,
+                                    layer_bias_scale, lar_path, last_only, False)
+        return logits
+
+    @torch.jit.export
+    def forward_with_attention(self, embeds: torch.Tensor, positions: torch.Tensor,
+                               cache_pos: int, key_log_bias: torch.Tensor, k_cache: torch.Tensor,
+                               v_cache: torch.Tensor, layer_bias_scale: torch.Tensor,
+                               lar_path: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """forward(..., last_only=True) plus every layer's last-query attention logits
+        [L,B,H,cache_pos+T] float32 (scaled, LAR bias included: what that softmax sees)."""
+        return self.run_layers(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache,
+                               layer_bias_scale, lar_path, True, True)
 
     @torch.jit.export
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -432,13 +568,20 @@ class LlamaDecoder(nn.Module):
                         augment_value(v, self.cache_head_dim), causal_offset)
         return out.narrow(-1, 0, self.head_dim)
 
-    def forward_explicit(self, embeds, positions, key_log_bias):
-        """Eager-only reference: full recompute without a cache -> float32 logits [B,T,V]."""
+    def forward_explicit(self, embeds, positions, key_log_bias, layer_scale=None,
+                         return_attn=False):
+        """Eager-only reference: full recompute without a cache -> float32 logits [B,T,V].
+        layer_scale: per-layer multipliers of key_log_bias (None = 1 everywhere). With
+        return_attn, also every layer's last-query logits [L,B,H,T] (float32, bias included)."""
         cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
         x = embeds
-        for layer in self.layers:
-            x = layer.forward_explicit(x, cos, sin, key_log_bias)
-        return self.lm_head(self.norm(x)).float()
+        attns = []
+        for i, layer in enumerate(self.layers):
+            x, last = layer.forward_explicit(x, cos, sin,
+                                             layer_log_bias(key_log_bias, layer_scale, i))
+            attns.append(last)
+        logits = self.lm_head(self.norm(x)).float()
+        return (logits, torch.stack(attns, 0)) if return_attn else logits
 
     def new_cache(self, batch, max_len, dtype=None, device=None):
         """Zero (k_cache, v_cache) [L,B,Hkv,max_len,cache_head_dim] as the C++ caller allocates."""
@@ -448,13 +591,17 @@ class LlamaDecoder(nn.Module):
         kw = {"dtype": dtype or w.dtype, "device": device or w.device}
         return torch.zeros(shape, **kw), torch.zeros(shape, **kw)
 
+    def unit_scales(self):
+        """layer_bias_scale of 1 in every layer (the default: LAR everywhere)."""
+        return torch.ones(self.num_layers)
+
 
 class ExplicitLlamaDecoder(LlamaDecoder):
-    """Eager-only reference decoder: forward(embeds, positions, key_log_bias) -> logits, full
-    recompute with the explicit formula. Never exported."""
+    """Eager-only reference decoder: forward(embeds, positions, key_log_bias, layer_scale=None)
+    -> logits, full recompute with the explicit formula. Never exported."""
 
-    def forward(self, embeds, positions, key_log_bias):  # noqa: D102 (different signature on purpose)
-        return self.forward_explicit(embeds, positions, key_log_bias)
+    def forward(self, embeds, positions, key_log_bias, layer_scale=None):  # noqa: D102
+        return self.forward_explicit(embeds, positions, key_log_bias, layer_scale)
 
 
 # ================================================================================================
