@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "era/era.h"
+#include "report/reduction_viz.h"
 #include "util/npy.h"
 
 namespace {
@@ -28,6 +30,12 @@ struct Flags {
   int64_t max_image_pixels = 8192LL * 8192;
   bool stats = false, json = false, no_template = false, ignore_eos = false;
   std::string dump_preprocessed, dump_tokens;
+  std::string method = "full";
+  int64_t tokens = 0;
+  float keep_ratio = 0.0f;
+  std::string era_config;
+  std::vector<std::string> era_set;
+  std::string save_viz, attn_report;
 };
 
 double median(std::vector<double> v) {
@@ -50,6 +58,28 @@ nlohmann::json stats_json(const era::Stats& s) {
           {"kv_cache_bytes", s.kv_cache_bytes}, {"kv_cache_allocated_bytes", s.kv_cache_allocated_bytes}};
 }
 
+struct Summary {
+  double min = 0, median = 0, max = 0, mean = 0;
+};
+template <typename T>
+Summary summarize(std::vector<T> v) {
+  Summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = static_cast<double>(v.front());
+  s.max = static_cast<double>(v.back());
+  s.median = static_cast<double>(v[v.size() / 2]);
+  for (const auto x : v) s.mean += static_cast<double>(x);
+  s.mean /= static_cast<double>(v.size());
+  return s;
+}
+
+nlohmann::json reduction_json(const era::ImageReduction& r) {
+  return {{"method", r.method},         {"original_tokens", r.original_tokens}, {"kept_tokens", r.kept.size()},
+          {"kept", r.kept},             {"assignment", r.assignment},           {"cluster_sizes", r.cluster_sizes},
+          {"bias", r.bias},             {"entropy", r.entropy}};
+}
+
 void print_stats(const era::ModelInfo& info, const era::Result& r) {
   const auto& s = r.stats;
   const double step = median(s.decode_step_ms);
@@ -61,7 +91,15 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
               static_cast<long long>(s.prompt_tokens), static_cast<long long>(s.generated_tokens), r.finish_reason.c_str());
   std::printf("preprocess   %8.1f ms\n", s.preprocess_ms);
   std::printf("vision       %8.1f ms  (vision tower + projector)\n", s.vision_ms);
-  std::printf("reduce       %8.1f ms  (method full)\n", s.reduce_ms);
+  std::printf("reduce       %8.2f ms\n", s.reduce_ms);
+  for (size_t i = 0; i < r.reductions.size(); ++i) {
+    const auto& red = r.reductions[i];
+    const auto sizes = summarize(red.cluster_sizes);
+    const auto bias = summarize(red.bias);
+    std::printf("  image %zu    %s: kept %zu of %lld tokens | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
+                i, red.method.c_str(), red.kept.size(), static_cast<long long>(red.original_tokens), sizes.min, sizes.median,
+                sizes.max, bias.min, bias.mean, bias.max);
+  }
   std::printf("prefill      %8.1f ms  (%.0f tokens/s)\n", s.prefill_ms,
               s.prefill_ms > 0 ? 1000.0 * s.prompt_tokens / s.prefill_ms : 0.0);
   std::printf("decode       %8.2f ms/token median over %zu steps (%.1f tokens/s)\n", step, s.decode_step_ms.size(),
@@ -77,6 +115,37 @@ void dump_tokens(const std::string& path, const era::PreparedInput& in) {
     if (in.token_ids[i] == in.image_token_id) image_positions.push_back(static_cast<int64_t>(i));
   }
   j["image_positions"] = image_positions;
+  std::ofstream out(path);
+  if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
+}
+
+// One PNG per image: FILE for a single image, FILE with _<i> before the extension otherwise.
+void save_pictures(const std::string& path, const era::PreparedInput& in, const era::Result& r, const era::ModelInfo& info) {
+  const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(info.visual_tokens_per_image))));
+  for (size_t i = 0; i < r.reductions.size(); ++i) {
+    std::string file = path;
+    if (r.reductions.size() > 1) {
+      const auto dot = path.rfind('.');
+      file = dot == std::string::npos ? path + "_" + std::to_string(i) : path.substr(0, dot) + "_" + std::to_string(i) + path.substr(dot);
+    }
+    era::save_reduction_png(file, in.display_images[static_cast<int64_t>(i)], grid, r.reductions[i]);
+  }
+}
+
+void write_attention_report(const std::string& path, const era::AttentionReport& report) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t l = 0; l < report.layers.size(); ++l) {
+    const auto& a = report.layers[l];
+    layers.push_back({{"layer", l},
+                      {"share_full", {{"system", a.share_full[0]}, {"visual", a.share_full[1]}, {"instruction", a.share_full[2]}}},
+                      {"share_reduced", {{"system", a.share_reduced[0]}, {"visual", a.share_reduced[1]}, {"instruction", a.share_reduced[2]}}},
+                      {"visual_logit_deviation", a.visual_logit_deviation},
+                      {"group_kl", a.group_kl}});
+  }
+  const nlohmann::json j = {{"method", report.method},
+                            {"visual_tokens_full", report.visual_tokens_full},
+                            {"visual_tokens_reduced", report.visual_tokens_reduced},
+                            {"layers", layers}};
   std::ofstream out(path);
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
 }
@@ -98,9 +167,16 @@ int run(const Flags& f) {
   req.top_p = f.top_p;
   req.seed = f.seed;
   req.stop_at_eos = !f.ignore_eos;
+  req.reduction.method = f.method;
+  req.reduction.tokens = f.tokens;
+  req.reduction.keep_ratio = f.keep_ratio;
+  if (!f.era_config.empty()) req.reduction.era = era::load_era_options(f.era_config, req.reduction.era);
+  for (const auto& kv : f.era_set) era::set_era_option(req.reduction.era, kv);
 
-  if (!f.dump_preprocessed.empty() || !f.dump_tokens.empty()) {
-    const auto in = session.prepare(req);
+  if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
+  era::PreparedInput in;
+  if (!f.dump_preprocessed.empty() || !f.dump_tokens.empty() || !f.save_viz.empty()) {
+    in = session.prepare(req);
     if (!f.dump_preprocessed.empty()) era::write_npy(f.dump_preprocessed, in.pixel_values);
     if (!f.dump_tokens.empty()) dump_tokens(f.dump_tokens, in);
   }
@@ -113,12 +189,15 @@ int run(const Flags& f) {
   }
   const era::Result r = session.generate(req);
   const auto info = session.info();
+  if (!f.save_viz.empty()) save_pictures(f.save_viz, in, r, info);
   if (f.json) {
     nlohmann::json j = {{"answer", r.text},
                         {"tokens", r.tokens},
                         {"finish_reason", r.finish_reason},
                         {"model", {{"name", info.name}, {"arch", info.arch}, {"dtype", info.dtype}, {"device", info.device}}},
                         {"stats", stats_json(r.stats)}};
+    j["reductions"] = nlohmann::json::array();
+    for (const auto& red : r.reductions) j["reductions"].push_back(reduction_json(red));
     std::cout << j.dump(f.stats ? 1 : -1) << std::endl;
     return 0;
   }
@@ -143,6 +222,15 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
   app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
+  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
+      ->capture_default_str();
+  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64)");
+  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
+  app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
+  app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
+  app.add_option("--save-viz", f.save_viz, "write a PNG of the patch grid, kept anchors and clusters");
+  app.add_option("--attn-report", f.attn_report,
+                 "write per-layer attention shares, logit deviation and group-KL against the unreduced run (.json)");
   app.add_flag("--stats", f.stats, "print timings, token counts and KV-cache size");
   app.add_flag("--json", f.json, "print one JSON object (answer, tokens, stats) instead of streaming");
   app.add_flag("--no-template", f.no_template, "send the prompt as is, without the conversation template");

@@ -14,6 +14,7 @@
 // A Session is not thread-safe: use one per thread or serialise calls.
 #include <torch/script.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "era/error.h"
+#include "reduce/era_options.h"
 
 namespace era {
 
@@ -29,6 +31,16 @@ struct SessionOptions {
   std::string dtype;           // "" = the bundle's; or float32 / float16 / bfloat16
   int num_threads = 0;         // intra-op CPU threads; 0 = LibTorch's default
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
+};
+
+// Which visual-token reduction runs between the projector and the decoder, with which budget.
+struct ReductionRequest {
+  // "full" (no reduction), "era", or an ERA ablation: "era:dep-x", "era:dep-y", "era:dep",
+  // "era:dep+btr" (the paper's module table).
+  std::string method = "full";
+  int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
+  float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
+  EraOptions era;           // ERA hyper-parameters and switches (defaults: configs/era.json)
 };
 
 struct Request {
@@ -40,6 +52,7 @@ struct Request {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;
+  ReductionRequest reduction;
   // Called with each newly completed piece of the answer; return false to stop generating.
   std::function<bool(const std::string& delta)> on_text;
 };
@@ -55,11 +68,39 @@ struct Stats {
   int64_t kv_cache_allocated_bytes = 0;  // preallocated for this request
 };
 
+// What the reduction did to one image.
+struct ImageReduction {
+  std::string method;
+  int64_t original_tokens = 0;
+  std::vector<int64_t> kept;          // original index of each token the decoder saw, ascending
+  std::vector<int64_t> assignment;    // per original token: slot in `kept` of its cluster, -1 = dropped
+  std::vector<int64_t> cluster_sizes; // per kept token: original tokens it stands for
+  std::vector<float> bias;            // per kept token: LAR's b_k (1 = no rectification)
+  std::vector<float> entropy;         // per original token: head-distribution entropy (ERA only)
+};
+
 struct Result {
   std::string text;             // the answer, special tokens skipped, whitespace stripped
   std::vector<int64_t> tokens;  // generated ids (EOS excluded)
   std::string finish_reason;    // "eos", "length" or "cancelled"
   Stats stats;
+  std::vector<ImageReduction> reductions;  // one per image
+};
+
+// Where the last prompt token's attention goes in every decoder layer, for the reduced run and
+// the unreduced ("full") run of the same request: the paper's Attention Logit Collapse and LAR
+// verification measurements. Groups: "system" (text before the first image), "visual" (image
+// tokens), "instruction" (text after it).
+struct LayerAttention {
+  std::array<double, 3> share_full{};     // attention mass per group (system, visual, instruction)
+  std::array<double, 3> share_reduced{};  // same, reduced run, averaged over heads
+  double visual_logit_deviation = 0;      // mean over heads of LSE(visual logits, reduced) - LSE(full)
+  double group_kl = 0;                    // mean over heads of KL(full groups || reduced groups)
+};
+struct AttentionReport {
+  std::string method;
+  int64_t visual_tokens_full = 0, visual_tokens_reduced = 0;
+  std::vector<LayerAttention> layers;
 };
 
 // The exact model inputs of a request, for debugging and parity checks.
@@ -68,6 +109,7 @@ struct PreparedInput {
   std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes
   int64_t image_token_id = -1;
   torch::Tensor pixel_values;         // float32 [num_images, 3, S, S]
+  torch::Tensor display_images;       // uint8 [num_images, S, S, 3]: the same images before normalisation
 };
 
 struct ModelInfo {
@@ -90,6 +132,10 @@ class Session {
 
   // Preprocessing and tokenisation only (no model run).
   PreparedInput prepare(const Request& request) const;
+
+  // Prefills the request twice (its reduction method, and "full") and measures every layer's
+  // last-query attention; generates nothing.
+  AttentionReport attention_report(const Request& request);
 
   ModelInfo info() const;
 

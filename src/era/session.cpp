@@ -3,10 +3,12 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "era/era.h"
 #include "era/session_impl.h"
 #include "image/clip_preprocess.h"
+#include "report/attention_report.h"
 #include "runtime/generator.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -35,6 +37,10 @@ void check_request(const Request& r) {
   if (r.max_new_tokens < 0) throw Error(ErrorCode::kInvalidArgument, "max_new_tokens must be >= 0");
   if (!(r.temperature >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "temperature must be >= 0");
   if (!(r.top_p > 0.0f && r.top_p <= 1.0f)) throw Error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
+  if (r.reduction.tokens < 0) throw Error(ErrorCode::kInvalidArgument, "tokens must be >= 0");
+  if (!(r.reduction.keep_ratio >= 0.0f && r.reduction.keep_ratio <= 1.0f)) {
+    throw Error(ErrorCode::kInvalidArgument, "keep ratio must be in [0, 1]");
+  }
 }
 
 ClipImageConfig clip_config(const Manifest& m) {
@@ -45,6 +51,60 @@ ClipImageConfig clip_config(const Manifest& m) {
   c.pad_color = m.image.pad_color;
   return c;
 }
+
+// Tokens to keep out of `n` for one image; n means "all".
+int64_t resolve_budget(const ReductionRequest& r, int64_t n) {
+  if (r.tokens > 0) return std::min(r.tokens, n);
+  if (r.keep_ratio > 0.0f) return std::max<int64_t>(1, std::llround(static_cast<double>(r.keep_ratio) * n));
+  return n;
+}
+
+bool is_era(const std::string& method) { return method == "era" || method.rfind("era:", 0) == 0; }
+
+LarSettings lar_settings(const ReductionOptions& options, int64_t layers) {
+  LarSettings lar;
+  if (!is_era(options.method)) return lar;  // no bias: the path and scales do not matter
+  const EraOptions era = effective_era_options(options);
+  lar.layer_scale = lar_layer_scales(era, static_cast<int>(layers));
+  lar.path = era.lar_path;
+  return lar;
+}
+
+ImageReduction describe(const std::string& method, int64_t original, const ReducedTokens& t) {
+  ImageReduction d;
+  d.method = method;
+  d.original_tokens = original;
+  d.kept = t.kept;
+  d.assignment = t.assignment;
+  d.entropy = t.entropy;
+  d.cluster_sizes.assign(t.kept.size(), 0);
+  for (const int64_t slot : t.assignment) {
+    if (slot >= 0) d.cluster_sizes[static_cast<size_t>(slot)]++;
+  }
+  const auto b = t.log_bias.to(torch::kCPU, torch::kFloat).exp().contiguous();
+  d.bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + b.numel());
+  return d;
+}
+
+// The vision stage's output reduced image by image with one method.
+struct ReducedImages {
+  std::vector<ReducedTokens> tokens;
+  std::vector<ImageReduction> descriptions;
+};
+
+ReducedImages reduce_images(const VisionOutput& vision, const ReductionRequest& request, int64_t num_patches) {
+  ReductionOptions options{request.method, request.era};
+  const auto reducer = make_reducer(options);
+  ReducedImages out;
+  for (int64_t i = 0; i < vision.embeddings.size(0); ++i) {
+    const int64_t n = vision.embeddings.size(1);
+    out.tokens.push_back(reducer->reduce(vision.reduction_input(i, resolve_budget(request, n))));
+    out.descriptions.push_back(describe(request.method, num_patches, out.tokens.back()));
+  }
+  return out;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -66,7 +126,6 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->bundle = load_bundle(bundle_dir, device, dtype);
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);
-  impl->reducer = make_reducer(ReductionOptions{});
   return Session(std::move(impl));
 }
 
@@ -87,7 +146,8 @@ PreparedInput Session::prepare(const Request& request) const {
   in.image_token_id = m.tokens.image_token_id;
   in.token_ids = tokenize_with_images(*impl_->bundle.tokenizer, in.prompt, m.prompt.image_placeholder, in.image_token_id);
 
-  // Fail before any image work when the text alone cannot fit.
+  // Fail before any image work when the prompt cannot fit even if no image token were reduced
+  // away: the budget must not decide whether a prompt is accepted.
   const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images;
   const int64_t full_length = text_tokens + n_images * m.vision.num_patches;
   if (full_length >= impl_->max_context()) {
@@ -98,11 +158,15 @@ PreparedInput Session::prepare(const Request& request) const {
   }
 
   const auto config = clip_config(m);
-  std::vector<torch::Tensor> pixels;
+  std::vector<torch::Tensor> pixels, display;
   for (const auto& path : request.images) {
-    pixels.push_back(preprocess_llava_pad(load_rgb_image(path, impl_->image_limits), config));
+    const cv::Mat square = square_llava_pad(load_rgb_image(path, impl_->image_limits), config);
+    pixels.push_back(normalize_to_chw(square, config));
+    display.push_back(torch::from_blob(square.data, {square.rows, square.cols, 3}, torch::kUInt8).clone());
   }
-  in.pixel_values = pixels.empty() ? torch::empty({0, 3, m.image.size, m.image.size}) : torch::stack(pixels);
+  const int64_t s = m.image.size;
+  in.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::stack(pixels);
+  in.display_images = display.empty() ? torch::empty({0, s, s, 3}, torch::kUInt8) : torch::stack(display);
   return in;
 }
 
@@ -117,24 +181,19 @@ Result Session::generate(const Request& request) {
   const PreparedInput in = prepare(request);
   st.preprocess_ms = ms_since(t0);
 
+  const auto& m = impl_->bundle.manifest;
   try {
-    std::vector<ReducedTokens> images;
+    ReducedImages images;
     if (in.pixel_values.size(0) > 0) {
       t0 = Clock::now();
       const VisionOutput vision = impl_->vision->encode(in.pixel_values);
       st.vision_ms = ms_since(t0);
       t0 = Clock::now();
-      for (int64_t i = 0; i < in.pixel_values.size(0); ++i) {
-        ReductionInput input;
-        input.embeddings = vision.embeddings[i];
-        input.features = vision.features[i];
-        input.cls_logits = vision.attn_logits[i];
-        input.cls_probs = vision.attn_probs[i];
-        images.push_back(impl_->reducer->reduce(input));
-      }
+      images = reduce_images(vision, request.reduction, m.vision.num_patches);
       st.reduce_ms = ms_since(t0);
     }
-    const PromptSequence seq = build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images);
+    const PromptSequence seq = build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images.tokens);
+    result.reductions = std::move(images.descriptions);
     st.visual_tokens = seq.visual_tokens();
     st.text_tokens = seq.text_tokens();
     st.prompt_tokens = seq.length();
@@ -146,7 +205,8 @@ Result Session::generate(const Request& request) {
     // The last sampled token is never fed back, so max_new_tokens - 1 decode slots suffice.
     KvCache cache = impl_->decoder->make_cache(1, seq.length() + std::max<int64_t>(limits.max_new_tokens - 1, 0));
     Sampler sampler({request.temperature, request.top_p, request.seed});
-    Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, impl_->bundle.manifest.tokens.eos_id);
+    Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id,
+                        lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers));
     GenerationOutput out = generator.run(seq, limits, sampler, cache, request.on_text);
 
     result.tokens = std::move(out.tokens);
@@ -161,11 +221,41 @@ Result Session::generate(const Request& request) {
     st.kv_cache_bytes = cache.bytes_used();
     st.kv_cache_allocated_bytes = cache.bytes_allocated();
   } catch (const c10::Error& e) {
-    const std::string what = e.what();
-    throw Error(ErrorCode::kRuntime, "model failed: " + what.substr(0, what.find('\n')));
+    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
   }
   st.total_ms = ms_since(t_start);
   return result;
+}
+
+AttentionReport Session::attention_report(const Request& request) {
+  check_request(request);
+  c10::InferenceMode inference;
+  const PreparedInput in = prepare(request);
+  if (in.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
+  const auto& m = impl_->bundle.manifest;
+  try {
+    const VisionOutput vision = impl_->vision->encode(in.pixel_values);
+    ReductionRequest full_request = request.reduction;
+    full_request.method = "full";
+    const ReducedImages full = reduce_images(vision, full_request, m.vision.num_patches);
+    const ReducedImages reduced = reduce_images(vision, request.reduction, m.vision.num_patches);
+    auto& dec = *impl_->decoder;
+    const PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
+    const PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
+
+    KvCache cache_full = dec.make_cache(1, seq_full.length());
+    const auto attn_full = dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;
+    KvCache cache_reduced = dec.make_cache(1, seq_reduced.length());
+    const auto attn_reduced =
+        dec.forward_with_attention(seq_reduced.embeds, seq_reduced.positions, seq_reduced.key_log_bias, cache_reduced,
+                                   lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers))
+            .second;
+    AttentionReport report = compare_last_query_attention(seq_full, attn_full, seq_reduced, attn_reduced);
+    report.method = request.reduction.method;
+    return report;
+  } catch (const c10::Error& e) {
+    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+  }
 }
 
 ModelInfo Session::info() const {

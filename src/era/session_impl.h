@@ -17,7 +17,6 @@ struct Session::Impl {
   ImageLimits image_limits;
   std::unique_ptr<VisionEncoder> vision;
   std::unique_ptr<Decoder> decoder;
-  std::unique_ptr<Reducer> reducer;
 
   int64_t max_context() const { return bundle.manifest.text.max_position_embeddings; }
 };

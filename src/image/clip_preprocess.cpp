@@ -61,13 +61,16 @@ torch::Tensor normalize_to_chw(const cv::Mat& rgb, const ClipImageConfig& config
   return out;
 }
 
-torch::Tensor preprocess_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config) {
+cv::Mat square_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config) {
   require_rgb(rgb, "preprocess_llava_pad");
   if (config.size <= 0)
     throw Error(ErrorCode::kInvalidArgument, "preprocess_llava_pad: bad target size " + std::to_string(config.size));
   cv::Mat square = rgb.cols == rgb.rows ? rgb : expand_to_square(rgb, config.pad_color);
-  cv::Mat sized = (square.cols == config.size) ? square : pil_resize_bicubic(square, config.size, config.size);
-  return normalize_to_chw(sized, config);
+  return (square.cols == config.size) ? square : pil_resize_bicubic(square, config.size, config.size);
+}
+
+torch::Tensor preprocess_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config) {
+  return normalize_to_chw(square_llava_pad(rgb, config), config);
 }
 
 }  // namespace era

@@ -25,6 +25,10 @@ cv::Mat expand_to_square(const cv::Mat& rgb, std::array<uint8_t, 3> color);
 // CV_8UC3 RGB H x W -> float32 [3, H, W]: float((double)v * (1/255)), then (x - mean) / std in float.
 torch::Tensor normalize_to_chw(const cv::Mat& rgb, const ClipImageConfig& config);
 
+// The uint8 RGB image the vision tower sees before normalisation: expand_to_square, then the
+// Pillow bicubic resize to config.size (skipped when already that size).
+cv::Mat square_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config = {});
+
 // The full pad path: float32 [3, size, size].
 torch::Tensor preprocess_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config = {});
 

@@ -4,8 +4,19 @@
 
 #include "model/bundle.h"
 #include "model/kv_cache.h"
+#include "reduce/era_options.h"
+
+#include <utility>
+#include <vector>
 
 namespace era {
+
+// How LAR's per-key log-bias enters attention: per-layer multipliers (empty = 1 in every layer)
+// and the kernel path (augmented key dimension, or an additive mask; same maths).
+struct LarSettings {
+  std::vector<float> layer_scale;
+  LarPath path = LarPath::kAugmented;
+};
 
 class Decoder {
  public:
@@ -19,12 +30,20 @@ class Decoder {
   // each new token as a key (0 = plain attention). Returns float32 logits [B, T, V], or [B, 1, V]
   // for the last position only.
   torch::Tensor forward(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
-                        KvCache& cache, bool last_only);
+                        KvCache& cache, bool last_only, const LarSettings& lar = {});
+
+  // As forward (last position only), and also every layer's last-query attention logits
+  // [L, B, H, cache length] (scaled, LAR bias included): what each layer's softmax sees.
+  std::pair<torch::Tensor, torch::Tensor> forward_with_attention(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                                                 const torch::Tensor& key_log_bias, KvCache& cache,
+                                                                 const LarSettings& lar = {});
 
   // A cache sized for this decoder.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
  private:
+  std::vector<c10::IValue> inputs(const torch::Tensor& embeds, const torch::Tensor& positions,
+                                  const torch::Tensor& key_log_bias, KvCache& cache, const LarSettings& lar);
   ModelBundle& bundle_;
 };
 

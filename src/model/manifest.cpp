@@ -60,6 +60,10 @@ Manifest read_manifest(const std::string& bundle_dir) {
   m.model_name = j.value("model_name", m.arch);
   m.dtype = field<std::string>(j, "dtype", path);
   m.attention = j.contains("exported_with") ? j["exported_with"].value("attention", "math") : "math";
+  m.decoder_api = j.contains("exported_with") ? j["exported_with"].value("decoder_api", 1) : 1;
+  require(m.decoder_api == kDecoderApi, path,
+          "exported with decoder API " + std::to_string(m.decoder_api) + ", this build needs " + std::to_string(kDecoderApi) +
+              ": re-export the checkpoint with this version of tools/export_llava.py");
   m.vision_file = field<std::string>(j, "files.vision", path);
   m.projector_file = field<std::string>(j, "files.projector", path);
   m.decoder_file = field<std::string>(j, "files.decoder", path);

@@ -48,12 +48,16 @@ struct ImageSpec {
   std::array<uint8_t, 3> pad_color{};
 };
 
+// The decoder/vision module interface this build calls (BUNDLE_FORMAT.md, "decoder_api").
+inline constexpr int kDecoderApi = 2;
+
 struct Manifest {
   int format_version = 1;
   std::string arch;        // "llava-1.5"
   std::string model_name;
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"
+  int decoder_api = 1;
   std::string vision_file, projector_file, decoder_file, tokenizer_file;
   VisionSpec vision;
   int64_t projector_in = 0, projector_out = 0;

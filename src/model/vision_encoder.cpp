@@ -12,11 +12,34 @@ VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
   }
   const auto out = bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}).toTuple();
   VisionOutput r;
-  r.features = out->elements()[0].toTensor();
-  r.attn_logits = out->elements()[1].toTensor();
-  r.attn_probs = out->elements()[2].toTensor();
+  const auto& e = out->elements();
+  if (e.size() != 5) {
+    throw Error(ErrorCode::kBundle, "bundle " + bundle_.dir + ": vision module returns " + std::to_string(e.size()) +
+                                        " outputs, expected 5 (re-export it with this version of tools/export_llava.py)");
+  }
+  r.features = e[0].toTensor();
+  r.cls_logits = e[1].toTensor();
+  r.cls_probs = e[2].toTensor();
+  r.mean_logits = e[3].toTensor();
+  r.mean_probs = e[4].toTensor();
   r.embeddings = bundle_.projector.forward({r.features}).toTensor();
   return r;
+}
+
+}  // namespace era
+
+namespace era {
+
+ReductionInput VisionOutput::reduction_input(int64_t i, int64_t budget) const {
+  ReductionInput in;
+  in.embeddings = embeddings[i];
+  in.features = features[i];
+  in.cls_logits = cls_logits[i];
+  in.cls_probs = cls_probs[i];
+  in.mean_logits = mean_logits[i];
+  in.mean_probs = mean_probs[i];
+  in.budget = budget;
+  return in;
 }
 
 }  // namespace era

@@ -3,14 +3,20 @@
 #include <torch/script.h>
 
 #include "model/bundle.h"
+#include "reduce/reducer.h"
 
 namespace era {
 
 struct VisionOutput {
   torch::Tensor features;     // [B, N, C] vision features of the feature layer, CLS dropped
-  torch::Tensor attn_logits;  // [B, H, N] float32: CLS-query attention logits of that layer
-  torch::Tensor attn_probs;   // [B, H, N] float32: CLS-query attention probabilities
+  torch::Tensor cls_logits;   // [B, H, N] float32: CLS-query attention logits of that layer
+  torch::Tensor cls_probs;    // [B, H, N] float32: CLS-query attention probabilities
+  torch::Tensor mean_logits;  // [B, H, N] float32: attention logits averaged over patch queries
+  torch::Tensor mean_probs;   // [B, H, N] float32
   torch::Tensor embeddings;   // [B, N, D] projector output: the visual tokens in LLM space
+
+  // Image `i` as the input of a Reducer with the given budget.
+  ReductionInput reduction_input(int64_t i, int64_t budget) const;
 };
 
 class VisionEncoder {

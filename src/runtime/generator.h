@@ -30,8 +30,8 @@ struct GenerationOutput {
 
 class Generator {
  public:
-  Generator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id)
-      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id) {}
+  Generator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id, LarSettings lar = {})
+      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id), lar_(std::move(lar)) {}
 
   // `cache` must be empty and have room for the sequence plus max_new_tokens - 1 slots.
   GenerationOutput run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler, KvCache& cache,
@@ -41,6 +41,7 @@ class Generator {
   Decoder& decoder_;
   const Tokenizer& tokenizer_;
   int64_t eos_id_;
+  LarSettings lar_;
 };
 
 }  // namespace era

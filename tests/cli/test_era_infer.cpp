@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "test_support.h"
 #include "util/npy.h"
@@ -68,6 +69,55 @@ TEST(EraInfer, GreedyIsDeterministicAndSamplingFollowsTheSeed) {
   const auto s3 = nlohmann::json::parse(test::run_command(base + " --temp 1.5 --seed 4").out);
   EXPECT_EQ(s1["tokens"], s2["tokens"]);
   EXPECT_NE(s1["tokens"], s3["tokens"]);
+}
+
+TEST(EraInfer, EraWith64TokensEndToEnd) {
+  const auto dir = test::scratch_dir("era_end_to_end");
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is in the picture?' -n 6 --json" +
+                                         " --method era --tokens 64 --save-viz " + dir + "/viz.png"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stats"]["visual_tokens"], 64);  // exactly what the decoder saw
+  ASSERT_EQ(j["reductions"].size(), 1u);
+  const auto& red = j["reductions"][0];
+  EXPECT_EQ(red["kept"].size(), 64u);
+  EXPECT_EQ(red["assignment"].size(), 576u);
+  int64_t total = 0;
+  for (const auto& c : red["cluster_sizes"]) total += c.get<int64_t>();
+  EXPECT_EQ(total, 576);
+  for (const auto& b : red["bias"]) EXPECT_GE(b.get<double>(), 1.0 - 1e-6);
+  EXPECT_FALSE(j["answer"].get<std::string>().empty() && j["tokens"].empty());
+
+  // The picture: the 336 px view at twice the size, with coloured clusters.
+  const cv::Mat pic = cv::imread(dir + "/viz.png");
+  ASSERT_FALSE(pic.empty());
+  EXPECT_EQ(pic.cols, 672);
+  EXPECT_EQ(pic.rows, 672);
+}
+
+TEST(EraInfer, AttentionReport) {
+  const auto dir = test::scratch_dir("attn_report");
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is in the picture?' -n 1" +
+                                         " --method era --tokens 32 --attn-report " + dir + "/report.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/report.json"));
+  EXPECT_EQ(j["visual_tokens_full"], 576);
+  EXPECT_EQ(j["visual_tokens_reduced"], 32);
+  ASSERT_EQ(j["layers"].size(), 2u);
+  for (const auto& l : j["layers"]) {
+    const double sum = l["share_reduced"]["system"].get<double>() + l["share_reduced"]["visual"].get<double>() +
+                       l["share_reduced"]["instruction"].get<double>();
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+    EXPECT_GE(l["group_kl"].get<double>(), 0.0);
+  }
+}
+
+TEST(EraInferErrors, UnknownMethod) {
+  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method magic")), "magic");
+}
+
+TEST(EraInferErrors, UnknownEraOption) {
+  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --era-set gamma=2")), "gamma");
 }
 
 TEST(EraInferErrors, MissingImage) {

@@ -65,11 +65,13 @@ TEST_F(DecoderParity, VisionAndProjectorMatchEager) {
   VisionOutput v;
   sequence(&v);
   EXPECT_LE(max_rel_error(v.features[0], read_npy(ref("vision_features.npy"))), 1e-4);
-  EXPECT_LE(max_rel_error(v.attn_logits[0], read_npy(ref("attn_logits.npy"))), 1e-4);
-  EXPECT_LE(max_rel_error(v.attn_probs[0], read_npy(ref("attn_probs.npy"))), 1e-4);
+  EXPECT_LE(max_rel_error(v.cls_logits[0], read_npy(ref("attn_logits.npy"))), 1e-4);
+  EXPECT_LE(max_rel_error(v.cls_probs[0], read_npy(ref("attn_probs.npy"))), 1e-4);
+  EXPECT_LE(max_rel_error(v.mean_logits[0], read_npy(ref("mean_logits.npy"))), 1e-4);
+  EXPECT_LE(max_rel_error(v.mean_probs[0], read_npy(ref("mean_probs.npy"))), 1e-4);
   EXPECT_LE(max_rel_error(v.embeddings[0], read_npy(ref("projected.npy"))), 1e-4);
   // Probabilities of the full CLS row sum to one with the CLS column: without it, below one.
-  EXPECT_TRUE((v.attn_probs.sum(-1) < 1.0 + 1e-5).all().item<bool>());
+  EXPECT_TRUE((v.cls_probs.sum(-1) < 1.0 + 1e-5).all().item<bool>());
 }
 
 TEST_F(DecoderParity, PrefillLogitsMatchEager) {
@@ -131,6 +133,69 @@ TEST_F(DecoderParity, CachedDecodeEqualsRecomputation) {
     const auto want = dec.forward(all, torch::arange(n, torch::kLong).unsqueeze(0), bias, fresh, true);
     EXPECT_LE(max_rel_error(logits[0][-1], want[0][-1]), 1e-5) << "step " << s;
   }
+}
+
+TEST_F(DecoderParity, EarlyLayerScheduleMatchesExplicitFormula) {
+  auto seq = sequence();
+  seq.key_log_bias = read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0);
+  Decoder dec(*bundle_);
+  LarSettings lar;
+  lar.layer_scale.assign(static_cast<size_t>(bundle_->manifest.text.num_layers), 0.0f);
+  lar.layer_scale[0] = 1.0f;  // bias in layer 0 only
+  auto cache = dec.make_cache(1, seq.length());
+  const auto logits = dec.forward(seq.embeds, seq.positions, seq.key_log_bias, cache, false, lar);
+  EXPECT_LE(max_rel_error(logits[0], read_npy(ref("logits_biased_early.npy"))), 1e-4);
+}
+
+// The augmented-key path and the additive-mask path give the same logits, in prefill and in
+// decode steps whose queries see the image keys' bias only through the cache.
+TEST_F(DecoderParity, AugmentedAndMaskPathsAgree) {
+  auto seq = sequence();
+  seq.key_log_bias = read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0);
+  Decoder dec(*bundle_);
+  LarSettings aug, mask;
+  for (int64_t l = 0; l < bundle_->manifest.text.num_layers; ++l) aug.layer_scale.push_back(1.0f - 0.3f * l);
+  mask.layer_scale = aug.layer_scale;
+  mask.path = LarPath::kAdditiveMask;
+  const int64_t steps = 4;
+  auto cache_a = dec.make_cache(1, seq.length() + steps), cache_m = dec.make_cache(1, seq.length() + steps);
+  auto la = dec.forward(seq.embeds, seq.positions, seq.key_log_bias, cache_a, false, aug);
+  auto lm = dec.forward(seq.embeds, seq.positions, seq.key_log_bias, cache_m, false, mask);
+  EXPECT_LE(max_rel_error(lm, la), 1e-5) << "prefill";
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto next = la[0][-1].argmax().item<int64_t>();
+    const auto embed = dec.embed(torch::full({1, 1}, next, torch::kLong));
+    const auto pos = torch::full({1, 1}, seq.length() + s, torch::kLong);
+    la = dec.forward(embed, pos, torch::zeros({1, 1}), cache_a, true, aug);
+    lm = dec.forward(embed, pos, torch::zeros({1, 1}), cache_m, true, mask);
+    EXPECT_LE(max_rel_error(lm, la), 1e-5) << "decode step " << s;
+  }
+}
+
+// LAR switched off (every layer's scale 0) is the unrectified model exactly, whatever the bias.
+TEST_F(DecoderParity, ZeroScaleIsExactlyTheUnrectifiedModel) {
+  auto seq = sequence();
+  Decoder dec(*bundle_);
+  auto c1 = dec.make_cache(1, seq.length()), c2 = dec.make_cache(1, seq.length());
+  const auto plain = dec.forward(seq.embeds, seq.positions, torch::zeros({1, seq.length()}), c1, false);
+  LarSettings off;
+  off.layer_scale.assign(static_cast<size_t>(bundle_->manifest.text.num_layers), 0.0f);
+  const auto biased_off = dec.forward(seq.embeds, seq.positions, read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0), c2,
+                                      false, off);
+  EXPECT_TRUE(torch::equal(plain, biased_off));
+  EXPECT_TRUE(torch::equal(c1.keys(), c2.keys()));
+}
+
+TEST_F(DecoderParity, AttentionCaptureMatchesForward) {
+  auto seq = sequence();
+  seq.key_log_bias = read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0);
+  Decoder dec(*bundle_);
+  auto c1 = dec.make_cache(1, seq.length()), c2 = dec.make_cache(1, seq.length());
+  const auto plain = dec.forward(seq.embeds, seq.positions, seq.key_log_bias, c1, true);
+  const auto [logits, attn] = dec.forward_with_attention(seq.embeds, seq.positions, seq.key_log_bias, c2);
+  EXPECT_LE(max_rel_error(logits, plain), 1e-6);
+  const auto& t = bundle_->manifest.text;
+  ASSERT_EQ(attn.sizes(), (std::vector<int64_t>{t.num_layers, 1, t.num_heads, seq.length()}));
 }
 
 // softmax(q k^T / sqrt(d) + bias[key] + causal) v, written out.
