@@ -16,6 +16,7 @@ inline std::string testdata_dir() { return ERA_TESTDATA_DIR; }
 inline std::string bundle_dir() { return testdata_dir() + "/bundle-llava-1.5"; }
 inline std::string checkpoint_dir() { return testdata_dir() + "/tiny-llava-1.5"; }
 inline std::string era_infer_path() { return ERA_INFER_PATH; }
+inline std::string era_reduce_path() { return ERA_REDUCE_PATH; }
 
 // A fresh, empty scratch folder under the build tree, unique per name.
 inline std::string scratch_dir(const std::string& name) {

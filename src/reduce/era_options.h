@@ -35,6 +35,9 @@ struct EraOptions {
   LarPath lar_path = LarPath::kAugmented;
 };
 
+// The variant names apply_era_variant knows, in the paper's table order.
+const std::vector<std::string>& era_variant_names();
+
 // Applies a named ablation variant of the paper's module table on top of `base`:
 //   "era" (DEP(x)+DEP(y)+BTR+LAR), "dep-x", "dep-y", "dep" (= DEP(x)+DEP(y)), "dep+btr" (no LAR).
 // Throws era::Error(kInvalidArgument) for an unknown name.
@@ -45,6 +48,14 @@ EraOptions load_era_options(const std::string& path, EraOptions base = {});
 
 // Sets one option from "key=value" (the JSON key names), e.g. "alpha=0.3", "lar_schedule=early".
 void set_era_option(EraOptions& options, const std::string& key_equals_value);
+
+// Throws era::Error(kInvalidArgument) if a value is out of range (the same checks as loading) or if
+// DEP has no view left (use_diversity and use_saliency both off).
+void validate_era_options(const EraOptions& options);
+
+// The options as a JSON object with the config file's keys and value spellings (indent < 0: one
+// line). Loading that text back gives the same options.
+std::string era_options_json(const EraOptions& options, int indent = -1);
 
 // Per-layer multipliers of log b for a decoder with `num_layers` layers under `options`
 // (all ones, ones then zeros, or linear decay 1 - l/L); all zeros when rectify is off.

@@ -1,14 +1,43 @@
 #include "reduce/method.h"
 
 #include "era/error.h"
+#include "reduce/era_reducer.h"
 
 namespace era {
+namespace {
+
+const std::string kVariantPrefix = "era:";
+
+bool is_variant(const std::string& method) { return method.rfind(kVariantPrefix, 0) == 0; }
+
+bool is_era_method(const std::string& method) {
+  if (method == "era") return true;
+  for (const auto& v : era_variant_names()) {
+    if (method == kVariantPrefix + v) return true;
+  }
+  return false;
+}
+
+std::string known_methods() {
+  std::string names = "full, era";
+  for (const auto& v : era_variant_names()) names += ", " + kVariantPrefix + v;
+  return names;
+}
+
+}  // namespace
 
 std::unique_ptr<Reducer> make_reducer(const ReductionOptions& options) {
   if (options.method == "full") return std::make_unique<FullReducer>();
-  throw Error(ErrorCode::kInvalidArgument, "unknown reduction method '" + options.method + "' (available: full)");
+  if (is_era_method(options.method)) {
+    return std::make_unique<EraReducer>(effective_era_options(options), options.method);
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown reduction method '" + options.method + "' (available: " + known_methods() + ")");
 }
 
-EraOptions effective_era_options(const ReductionOptions& options) { return options.era; }
+EraOptions effective_era_options(const ReductionOptions& options) {
+  if (!is_era_method(options.method) || !is_variant(options.method)) return options.era;
+  return apply_era_variant(options.era, options.method.substr(kVariantPrefix.size()));
+}
 
 }  // namespace era
