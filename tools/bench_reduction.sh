@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 [ -x build/era_bench_reduction ] || bash tools/setup.sh
 CKPT=models/bench-checkpoint/medium-llava-1.5
 BUNDLE=models/medium-llava-1.5
-if [ ! -f "$BUNDLE/manifest.json" ]; then
+# (Re)make the model when missing or older than the Python tools that make it.
+if [ ! -f "$BUNDLE/manifest.json" ] || [ -n "$(find tools -name '*.py' -newer "$BUNDLE/manifest.json")" ]; then
   /usr/bin/python3 tools/make_tiny_llava.py --arch llava-1.5 --seed 0 --out "$CKPT" \
     --vision-hidden 256 --vision-intermediate 1024 --vision-heads 16 --vision-layers 8 \
     --text-hidden 1024 --text-intermediate 2816 --text-layers 8 --text-heads 8

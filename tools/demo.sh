@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 CKPT=models/demo-checkpoint/tiny-llava-1.5
 BUNDLE=models/tiny-llava-1.5
-if [ ! -f "$BUNDLE/manifest.json" ]; then
+# (Re)make the model when missing or older than the Python tools that make it.
+if [ ! -f "$BUNDLE/manifest.json" ] || [ -n "$(find tools -name '*.py' -newer "$BUNDLE/manifest.json")" ]; then
   /usr/bin/python3 tools/make_tiny_llava.py --arch llava-1.5 --seed 0 --out "$CKPT"
   /usr/bin/python3 tools/export_llava.py --checkpoint "$CKPT" --out "$BUNDLE"
 fi

@@ -1,6 +1,7 @@
 // era_bench_reduction: what ERA's reduction (DEP + BTR) costs next to the prefill it saves.
 // For one image and prompt, times the unreduced prefill and, per budget, the reduction and the
 // reduced prefill; prints medians as a table (or JSON).
+#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "era/era.h"
+#include "reduce/method.h"
 #include "report/reduction_viz.h"
 #include "util/npy.h"
 
@@ -196,6 +197,10 @@ int run(const Flags& f) {
                         {"finish_reason", r.finish_reason},
                         {"model", {{"name", info.name}, {"arch", info.arch}, {"dtype", info.dtype}, {"device", info.device}}},
                         {"stats", stats_json(r.stats)}};
+    if (f.method != "full") {
+      j["era_options"] = nlohmann::json::parse(
+          era::era_options_json(era::effective_era_options({req.reduction.method, req.reduction.era})));
+    }
     j["reductions"] = nlohmann::json::array();
     for (const auto& red : r.reductions) j["reductions"].push_back(reduction_json(red));
     std::cout << j.dump(f.stats ? 1 : -1) << std::endl;

@@ -12,7 +12,7 @@ VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
   }
   const auto out = bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}).toTuple();
   VisionOutput r;
-  const auto& e = out->elements();
+  const std::vector<c10::IValue> e = out->elements().vec();
   if (e.size() != 5) {
     throw Error(ErrorCode::kBundle, "bundle " + bundle_.dir + ": vision module returns " + std::to_string(e.size()) +
                                         " outputs, expected 5 (re-export it with this version of tools/export_llava.py)");

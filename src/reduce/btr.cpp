@@ -6,12 +6,18 @@
 namespace era {
 
 std::vector<int64_t> match_to_anchors(const torch::Tensor& space, const std::vector<int64_t>& anchors) {
-  const int64_t n = space.size(0), k = static_cast<int64_t>(anchors.size());
-  if (k == 0) throw Error(ErrorCode::kInvalidArgument, "BTR needs at least one anchor");
+  if (anchors.empty()) throw Error(ErrorCode::kInvalidArgument, "BTR needs at least one anchor");
   const torch::Tensor s = space.to(torch::kFloat);
   const torch::Tensor index = torch::tensor(anchors, torch::kLong).to(s.device());
-  // One [N, K] product gives every token's similarity to every anchor; the argmax runs on the host.
-  const torch::Tensor sims = row_dots(s, s.index_select(0, index)).to(torch::kCPU).contiguous();
+  // One [N, K] product gives every token's similarity to every anchor.
+  return match_by_similarity(row_dots(s, s.index_select(0, index)), anchors);
+}
+
+std::vector<int64_t> match_by_similarity(const torch::Tensor& similarity, const std::vector<int64_t>& anchors) {
+  const int64_t n = similarity.size(0), k = static_cast<int64_t>(anchors.size());
+  if (k == 0 || similarity.size(1) != k) throw Error(ErrorCode::kInvalidArgument, "BTR: one similarity column per anchor expected");
+  // The argmax runs on the host.
+  const torch::Tensor sims = similarity.to(torch::kCPU, torch::kFloat).contiguous();
   const float* sp = sims.data_ptr<float>();
   std::vector<int64_t> assignment(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

@@ -13,6 +13,9 @@ namespace era {
 // (rows L2-normalised, so cosine), the first anchor on ties. `anchors` must be ascending.
 std::vector<int64_t> match_to_anchors(const torch::Tensor& space, const std::vector<int64_t>& anchors);
 
+// The same from precomputed similarities `similarity` [N, K] (column j = anchor anchors[j]).
+std::vector<int64_t> match_by_similarity(const torch::Tensor& similarity, const std::vector<int64_t>& anchors);
+
 // |C_k| for each slot.
 std::vector<int64_t> cluster_sizes(const std::vector<int64_t>& assignment, int64_t k);
 

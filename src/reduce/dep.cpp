@@ -29,7 +29,8 @@ torch::Tensor dual_view(const torch::Tensor& x, const torch::Tensor& y, float al
 }
 
 std::vector<int64_t> entropy_penalized_greedy(const torch::Tensor& z, const torch::Tensor& start_entropy,
-                                              const torch::Tensor& penalty, float eta, int64_t k) {
+                                              const torch::Tensor& penalty, float eta, int64_t k,
+                                              torch::Tensor* columns) {
   const int64_t n = z.size(0);
   k = std::min(k, n);
   if (k <= 0) return {};
@@ -44,8 +45,14 @@ std::vector<int64_t> entropy_penalized_greedy(const torch::Tensor& z, const torc
   std::vector<float> m(static_cast<size_t>(n)), eta_penalty(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) eta_penalty[i] = eta * pp[i];
   std::vector<char> taken(static_cast<size_t>(n), 0);
+  std::vector<torch::Tensor> kept_columns;
+  auto column_of = [&](int64_t j) {
+    torch::Tensor column = row_dots(zf, zf.slice(0, j, j + 1)).to(torch::kCPU);
+    if (columns) kept_columns.push_back(column);
+    return column;
+  };
   auto merge_column = [&](int64_t j, bool first) {
-    const torch::Tensor column = row_dots(zf, zf.slice(0, j, j + 1)).to(torch::kCPU);
+    const torch::Tensor column = column_of(j);
     const float* c = column.data_ptr<float>();
     for (int64_t i = 0; i < n; ++i) m[i] = first ? c[i] : std::max(m[i], c[i]);
   };
@@ -70,6 +77,10 @@ std::vector<int64_t> entropy_penalized_greedy(const torch::Tensor& z, const torc
     taken[best] = 1;
     if (static_cast<int64_t>(order.size()) < k) merge_column(best, false);  // the last column is never read
   }
+  if (columns) {
+    if (static_cast<int64_t>(kept_columns.size()) < k) column_of(order.back());  // the last pick's, for BTR
+    *columns = torch::cat(kept_columns, 1);
+  }
   return order;
 }
 
@@ -81,7 +92,13 @@ DepResult dual_view_entropy_pruning(const torch::Tensor& x, const torch::Tensor&
   // The entropy penalty belongs to the saliency view: DEP(x) alone is pure max-min diversity.
   const float eta = options.use_saliency ? options.eta : 0.0f;
   const auto& penalty = options.normalized_entropy_penalty ? r.saliency.normalized : r.saliency.entropy;
-  r.anchors = entropy_penalized_greedy(r.z, r.saliency.entropy, penalty, eta, k);
+  torch::Tensor columns;
+  r.anchors = entropy_penalized_greedy(r.z, r.saliency.entropy, penalty, eta, k, &columns);
+  // Columns follow the pick order; BTR wants them in the anchors' ascending order.
+  std::vector<int64_t> by_index(r.anchors.size());
+  for (size_t i = 0; i < by_index.size(); ++i) by_index[i] = static_cast<int64_t>(i);
+  std::sort(by_index.begin(), by_index.end(), [&](int64_t a, int64_t b) { return r.anchors[a] < r.anchors[b]; });
+  r.similarity = columns.index_select(1, torch::tensor(by_index, torch::kLong));
   std::sort(r.anchors.begin(), r.anchors.end());
   return r;
 }

@@ -27,13 +27,16 @@ torch::Tensor dual_view(const torch::Tensor& x, const torch::Tensor& y, float al
 // argmax over unselected j of (-m_j - eta*penalty_j), where m_j is the largest similarity z_j.z_s
 // to a selected s. Only the similarity columns of selected tokens are computed (m <- max(m,
 // Z z_new)), never Z Z^T: O(K N Dz). Ties go to the lowest index. Returns min(k, N) indices in
-// the order they were picked (empty for k <= 0).
+// the order they were picked (empty for k <= 0). If `columns` is given it receives the [N, K]
+// float32 similarities z_i.z_s of every token to every pick, in pick order (BTR reuses them).
 std::vector<int64_t> entropy_penalized_greedy(const torch::Tensor& z, const torch::Tensor& start_entropy,
-                                              const torch::Tensor& penalty, float eta, int64_t k);
+                                              const torch::Tensor& penalty, float eta, int64_t k,
+                                              torch::Tensor* columns = nullptr);
 
 struct DepResult {
   std::vector<int64_t> anchors;  // ascending (original raster order)
   torch::Tensor z;               // [N, Dz] the dual view searched (BTR may match in it)
+  torch::Tensor similarity;      // [N, K] z_i.z_s for every token i and anchor s (anchors ascending)
   HeadEntropy saliency;
 };
 

@@ -35,6 +35,21 @@ std::vector<float> to_vector(const torch::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
+// BTR's [N, K] token-anchor cosines, reusing DEP's z-space columns instead of a second
+// O(N K D) product. z_i = [x^_i; alpha y_i] / n_i with n_i = ||[x^_i; alpha y_i]||, so
+// x^_i . x^_s = n_i n_s (z_i . z_s) - alpha^2 (y_i . y_s): the correction costs O(N K H). Only
+// called when z contains x.
+torch::Tensor anchor_similarity(const DepResult& dep, const torch::Tensor& x, const EraOptions& o) {
+  if (o.match_space == MatchSpace::kZ || !o.use_saliency) return dep.similarity;  // z is the space (z = x^)
+  const torch::Tensor index = torch::tensor(dep.anchors, torch::kLong).to(dep.similarity.device());
+  const torch::Tensor xn = l2_normalize_rows(x.to(torch::kFloat));
+  const torch::Tensor y = dep.saliency.y.to(xn.device());
+  const torch::Tensor norms = torch::cat({xn, y * o.alpha}, 1).norm(2, {1}).clamp_min(1e-12).to(dep.similarity.device());
+  const torch::Tensor ya = y.to(dep.similarity.device());
+  return dep.similarity * norms.unsqueeze(1) * norms.index_select(0, index).unsqueeze(0) -
+         (o.alpha * o.alpha) * ya.mm(ya.index_select(0, index).t());
+}
+
 }  // namespace
 
 EraReducer::EraReducer(EraOptions options, std::string name) : options_(options), name_(std::move(name)) {
@@ -76,8 +91,10 @@ ReducedTokens EraReducer::reduce(const ReductionInput& in) const {
   out.entropy = to_vector(dep.saliency.entropy);
   std::vector<float> bias(static_cast<size_t>(k), 1.0f);
   if (options_.recycle) {
-    const torch::Tensor space = options_.match_space == MatchSpace::kZ ? dep.z : l2_normalize_rows(x.to(torch::kFloat));
-    out.assignment = match_to_anchors(space, dep.anchors);
+    // With the visual view out of z (DEP(y) alone) DEP's columns hold no x: match on x directly.
+    out.assignment = options_.match_space == MatchSpace::kX && !options_.use_diversity
+                         ? match_to_anchors(l2_normalize_rows(x.to(torch::kFloat)), dep.anchors)
+                         : match_by_similarity(anchor_similarity(dep, x, options_), dep.anchors);
     // Centroids are always of the projected embeddings: they are what the decoder reads.
     out.embeddings = cluster_centroids(embeddings, out.assignment, k);
     bias = cluster_bias(out.assignment, dep.anchors, dep.saliency.normalized, options_.lambda);

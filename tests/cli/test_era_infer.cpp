@@ -112,6 +112,31 @@ TEST(EraInfer, AttentionReport) {
   }
 }
 
+// Every ablation variant of the paper's module table runs end to end; only full ERA rectifies.
+TEST(EraInfer, AblationVariantsAndOptions) {
+  for (const std::string method : {"era:dep-x", "era:dep-y", "era:dep", "era:dep+btr", "era"}) {
+    const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is it?' -n 2 --json --method " + method +
+                                           " --keep-ratio 0.125 --era-config " + test::source_dir() + "/configs/era.json" +
+                                           " --era-set lar_schedule=early --era-set alpha=0.4"));
+    ASSERT_EQ(r.exit_code, 0) << method << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["stats"]["visual_tokens"], 72) << method;  // 576 / 8
+    EXPECT_NEAR(j["era_options"]["alpha"].get<double>(), 0.4, 1e-6) << method;
+    EXPECT_EQ(j["era_options"]["lar_schedule"], "early") << method;
+    double max_bias = 0;
+    for (const auto& b : j["reductions"][0]["bias"]) max_bias = std::max(max_bias, b.get<double>());
+    if (method == "era") {
+      EXPECT_GT(max_bias, 1.5) << method;
+    } else {
+      EXPECT_NEAR(max_bias, 1.0, 1e-6) << method;
+    }
+    const bool recycles = method == "era" || method == "era:dep+btr";
+    int64_t assigned = 0;
+    for (const auto& a : j["reductions"][0]["assignment"]) assigned += a.get<int64_t>() >= 0;
+    EXPECT_EQ(assigned, recycles ? 576 : 72) << method;
+  }
+}
+
 TEST(EraInferErrors, UnknownMethod) {
   expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method magic")), "magic");
 }

@@ -38,9 +38,10 @@ TEST(AttentionReport, NaiveMergeCollapsesAndLogBiasRestores) {
   EXPECT_EQ(collapsed.visual_tokens_reduced, 1);
 
   const auto restored = compare_last_query_attention(full, attn_full, reduced, rectified).layers[0];
-  EXPECT_NEAR(restored.share_reduced[1], 0.5, 1e-12);
-  EXPECT_NEAR(restored.visual_logit_deviation, 0.0, 1e-12);
-  EXPECT_NEAR(restored.group_kl, 0.0, 1e-12);
+  // float32 logits: log(4) is exact to ~1e-8.
+  EXPECT_NEAR(restored.share_reduced[1], 0.5, 1e-7);
+  EXPECT_NEAR(restored.visual_logit_deviation, 0.0, 1e-7);
+  EXPECT_NEAR(restored.group_kl, 0.0, 1e-7);
 }
 
 TEST(AttentionReport, RejectsMismatchedRows) {
