@@ -1,0 +1,36 @@
+#pragma once
+// LLaVA-NeXT "anyres" preprocessing (../shared/reference/llava.md A.6): choose a tile grid from
+// the pinpoints, resize (Pillow bicubic) and pad (black) to it, cut 336 px tiles row-major, and
+// squash the whole image to one extra 336 px base crop.
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace era {
+
+struct Resolution {
+  int64_t height = 0;
+  int64_t width = 0;
+  bool operator==(const Resolution& o) const { return height == o.height && width == o.width; }
+};
+
+// HF's select_best_resolution: the candidate (height, width) that keeps the most of the image's
+// pixels after an aspect-preserving fit, then the least waste; earlier candidates win ties (HF
+// reads the pinpoint pairs as (height, width); the original LLaVA code as (width, height), which
+// flips the choice between the two 2-tile layouts for images of at most ~336 px).
+Resolution select_best_resolution(const Resolution& original, const std::vector<Resolution>& candidates);
+
+struct AnyresCrops {
+  Resolution original;  // the decoded image
+  Resolution best;      // the chosen pinpoint
+  int64_t rows = 0;     // tile grid: best.height / tile, best.width / tile
+  int64_t cols = 0;
+  std::vector<cv::Mat> crops;  // uint8 RGB tile x tile: [0] the base image, then rows*cols tiles row-major
+};
+
+// `rgb`: CV_8UC3. Throws era::Error(kInvalidArgument) for empty pinpoints or pinpoints that are
+// not multiples of `tile`.
+AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile);
+
+}  // namespace era
