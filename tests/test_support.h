@@ -15,6 +15,7 @@ inline std::string source_dir() { return ERA_SOURCE_DIR; }
 inline std::string testdata_dir() { return ERA_TESTDATA_DIR; }
 inline std::string bundle_dir() { return testdata_dir() + "/bundle-llava-1.5"; }
 inline std::string checkpoint_dir() { return testdata_dir() + "/tiny-llava-1.5"; }
+inline std::string next_bundle_dir() { return testdata_dir() + "/bundle-llava-next"; }
 inline std::string era_infer_path() { return ERA_INFER_PATH; }
 inline std::string era_reduce_path() { return ERA_REDUCE_PATH; }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export an HF LLaVA-1.5 checkpoint folder to an era bundle (models/BUNDLE_FORMAT.md).
+"""Export an HF LLaVA-1.5 / LLaVA-NeXT checkpoint folder to an era bundle (BUNDLE_FORMAT.md).
 
     export_llava.py --checkpoint DIR --out BUNDLE [--dtype float32|float16|bfloat16]
                     [--attention auto|math|sdpa] [--name NAME]
@@ -9,6 +9,12 @@ the target dtype -> torch.jit.script and save vision.pt / projector.pt / decoder
 tokenizer.model -> write manifest.json -> reload every saved module with torch.jit.load and
 compare it with the eager module on a small random input (every exported method, both LAR kernel
 paths), and check that the reloaded decoder's two LAR paths agree.
+
+LLaVA-NeXT (model_type "llava_next", e.g. llava-hf/llava-v1.6-vicuna-7b-hf) gives a bundle with
+manifest arch "llava-next", image.aspect_ratio "anyres" and image.grid_pinpoints, and a projector.pt
+that also carries the learned `image_newline` [D] as a registered parameter. The vision and decoder
+modules are the same as LLaVA-1.5's (the vision tower takes the base crop and the tiles as one
+batch).
 
 Everything is written to a temporary folder next to BUNDLE and renamed into place only after the
 check passed, so a failed export never leaves a half bundle (an existing bundle is replaced only
@@ -58,7 +64,8 @@ class CheckFailed(Exception):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checkpoint", required=True, help="HF LLaVA-1.5 checkpoint folder")
+    p.add_argument("--checkpoint", required=True,
+                   help="HF LLaVA-1.5 or LLaVA-NeXT (v1.6) checkpoint folder")
     p.add_argument("--out", required=True, help="bundle folder to create (replaced if a bundle)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32")
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
@@ -74,10 +81,16 @@ def make_manifest(ckpt, args, attention):
     cfg, pre = ckpt.config, ckpt.preprocessor
     v, t = cfg.vision, cfg.text
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
+    image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
+             "resample": pre.resample, "mean": pre.mean, "std": pre.std,
+             "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
+    if cfg.is_next:
+        # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
+        image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
     return {
         "format": "era-bundle",
         "format_version": 1,
-        "arch": "llava-1.5",
+        "arch": cfg.arch,
         "model_name": name,
         "dtype": args.dtype,
         "exported_with": {"torch": torch.__version__, "attention": attention,
@@ -99,9 +112,7 @@ def make_manifest(ckpt, args, attention):
         "tokens": {"bos_id": ckpt.bos_id, "eos_id": ckpt.eos_id, "pad_id": cfg.pad_token_id,
                    "image_token_id": cfg.image_token_id,
                    "tokenizer_vocab_size": ckpt.tokenizer_vocab_size},
-        "image": {"aspect_ratio": "pad", "size": pre.crop_size, "resample": pre.resample,
-                  "mean": pre.mean, "std": pre.std,
-                  "pad_color": [int(m * 255) for m in pre.mean]},  # LLaVA's expand2square colour
+        "image": image,
         "prompt": {"template": "vicuna_v1", "system": VICUNA_V1_SYSTEM, "user_role": "USER",
                    "assistant_role": "ASSISTANT", "sep": " ",
                    "image_placeholder": IMAGE_PLACEHOLDER},
@@ -127,8 +138,10 @@ def probe_inputs(ckpt, device, dtype):
     S, C = cfg.vision.image_size, cfg.vision.hidden_size
     t = cfg.text
     T0, S_max = 5, 8
+    crops = 3 if cfg.is_next else 1  # NeXT: base + tiles go through the tower as one batch
     return {
-        "pixels": torch.randn(1, 3, S, S, generator=g).to(device),
+        "next": cfg.is_next,
+        "pixels": torch.randn(crops, 3, S, S, generator=g).to(device),
         "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
         "ids": torch.randint(0, t.vocab_size, (1, T0 + 3), generator=g).to(device),
         "bias": (torch.rand(1, T0 + 3, generator=g) * 1.79).to(device),
@@ -147,7 +160,15 @@ def run_vision(m, x):
 
 
 def run_projector(m, x):
-    return [m(x["features"])]
+    """forward, plus (NeXT) the image_newline parameter, read through named_parameters so a
+    plain attribute (not a registered parameter) would not pass."""
+    out = [m(x["features"])]
+    if x["next"]:
+        params = dict(m.named_parameters())
+        if "image_newline" not in params:
+            raise CheckFailed("projector: `image_newline` is not a registered parameter")
+        out.append(params["image_newline"])
+    return out
 
 
 def decoder_pass(m, x, dtype, lar_path):

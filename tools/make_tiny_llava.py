@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Write a tiny, seeded, random-weight LLaVA-1.5 checkpoint in the llava-hf folder layout.
+"""Write a tiny, seeded, random-weight LLaVA-1.5 or LLaVA-NeXT checkpoint in the llava-hf layout.
 
-The folder looks like `llava-hf/llava-1.5-7b-hf` (same file set, same tensor names, same config
-fields) with the real image geometry (336 px, patch 14, 576 tokens, feature layer -2) but narrow
-widths, so every test can load, export and run it in seconds. The weights are random but scaled so
-the model gives non-degenerate logits and attention (see `init_std`).
+The folder looks like `llava-hf/llava-1.5-7b-hf` (--arch llava-1.5) or
+`llava-hf/llava-v1.6-vicuna-7b-hf` (--arch llava-next): same file set, same tensor names, same
+config fields, with the real image geometry (336 px, patch 14, 576 tokens per crop, feature layer
+-2; for NeXT the real anyres grid pinpoints) but narrow widths, so every test can load, export and
+run it in seconds. The weights are random but scaled so the model gives non-degenerate logits and
+attention (see `init_std`). NeXT adds the `image_newline` [text hidden] parameter
+(`model.image_newline` in the transformers-4.52 layout) and LlavaNextImageProcessor's
+preprocessor_config.json.
 
-    make_tiny_llava.py --arch llava-1.5 --out DIR [--seed 0] [--tokenizer-model FILE]
+    make_tiny_llava.py --arch llava-1.5|llava-next --out DIR [--seed 0] [--tokenizer-model FILE]
 
 The tokenizer is a 1000-piece LLaMA-style SentencePiece BPE model trained with `spm_train` on
 tools/data/spm_corpus.txt (or a copy of --tokenizer-model). Same seed -> byte-identical folder.
@@ -36,11 +40,14 @@ SPM_FLAGS = ["--model_type=bpe", "--vocab_size=1000", "--byte_fallback=true",
              "--character_coverage=1.0", "--num_threads=1", "--minloglevel=2"]
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# llava-hf's v1.6 pinpoints, each pair (height, width) as HF reads it.
+NEXT_PINPOINTS = ((336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008))
+TRANSFORMERS_VERSION = {"llava-1.5": "4.36.0", "llava-next": "4.39.0.dev0"}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--arch", required=True, choices=["llava-1.5"])
+    p.add_argument("--arch", required=True, choices=["llava-1.5", "llava-next"])
     p.add_argument("--out", required=True, help="output checkpoint folder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokenizer-model", help="copy this tokenizer.model instead of training one")
@@ -53,7 +60,9 @@ def parse_args(argv=None):
     p.add_argument("--text-layers", type=int, default=2)
     p.add_argument("--text-heads", type=int, default=4)
     p.add_argument("--text-kv-heads", type=int, default=None, help="default: --text-heads")
-    p.add_argument("--max-position-embeddings", type=int, default=2048)
+    p.add_argument("--max-position-embeddings", type=int, default=None,
+                   help="default: 2048 (llava-1.5), 4096 (llava-next: a NeXT image alone is up "
+                        "to 2928 tokens)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float32",
                    help="dtype the weights are stored in")
     p.add_argument("--layout", choices=["llava-hf", "transformers-4.52"], default="llava-hf",
@@ -61,6 +70,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.text_kv_heads is None:
         args.text_kv_heads = args.text_heads
+    if args.max_position_embeddings is None:
+        args.max_position_embeddings = 4096 if args.arch == "llava-next" else 2048
     if args.text_hidden % args.text_heads or args.text_heads % args.text_kv_heads:
         p.error("--text-hidden must divide by --text-heads, which must divide by --text-kv-heads")
     if (args.text_hidden // args.text_heads) % 2:
@@ -120,17 +131,30 @@ def make_config(args, tok_vocab):
         "patch_size": 14, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5,
         "projection_dim": args.vision_hidden, "vocab_size": 32000,
     }
+    if args.arch == "llava-next":
+        # as llava-hf/llava-v1.6-vicuna-7b-hf's config.json (LlavaNextConfig)
+        text["_name_or_path"] = "era/tiny-vicuna-v1.5"
+        return {
+            "architectures": ["LlavaNextForConditionalGeneration"], "model_type": "llava_next",
+            "ignore_index": -100, "image_grid_pinpoints": [list(p) for p in NEXT_PINPOINTS],
+            "image_token_index": image_token, "pad_token_id": pad_token,
+            "projector_hidden_act": "gelu", "use_image_newline_parameter": True,
+            "vision_feature_layer": -2, "vision_feature_select_strategy": "default",
+            "tie_word_embeddings": False, "text_config": text, "vision_config": vision,
+            "vocab_size": vocab, "torch_dtype": args.dtype,
+            "transformers_version": TRANSFORMERS_VERSION[args.arch],
+        }
     return {
         "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
         "ignore_index": -100, "image_token_index": image_token, "pad_token_id": pad_token,
         "projector_hidden_act": "gelu", "vision_feature_layer": -2,
         "vision_feature_select_strategy": "default", "tie_word_embeddings": False,
         "text_config": text, "vision_config": vision, "vocab_size": vocab,
-        "torch_dtype": args.dtype, "transformers_version": "4.36.0",
+        "torch_dtype": args.dtype, "transformers_version": TRANSFORMERS_VERSION[args.arch],
     }
 
 
-def tokenizer_files(image_token, pad_token):
+def tokenizer_files(image_token, pad_token, processor_class="LlavaProcessor"):
     def added(content, special=True):
         return {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
                 "single_word": False, "special": special}
@@ -141,7 +165,7 @@ def tokenizer_files(image_token, pad_token):
                                  str(pad_token): added("<pad>")},
         "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
         "clean_up_tokenization_spaces": False, "legacy": True, "model_max_length": 1000000000,
-        "padding_side": "left", "processor_class": "LlavaProcessor", "sp_model_kwargs": {},
+        "padding_side": "left", "processor_class": processor_class, "sp_model_kwargs": {},
         "tokenizer_class": "LlamaTokenizer", "use_default_system_prompt": False,
     }
     special_tokens_map = {
@@ -168,14 +192,25 @@ PREPROCESSOR = {
     "processor_class": "LlavaProcessor", "resample": 3, "rescale_factor": 1 / 255,
     "size": {"shortest_edge": 336},
 }
+# LlavaNextImageProcessor, as in llava-hf/llava-v1.6-vicuna-7b-hf
+PREPROCESSOR_NEXT = {
+    "aspect_ratio_setting": "anyres", "crop_size": {"height": 336, "width": 336},
+    "do_center_crop": True, "do_convert_rgb": True, "do_normalize": True, "do_pad": True,
+    "do_rescale": True, "do_resize": True,
+    "image_grid_pinpoints": [list(p) for p in NEXT_PINPOINTS], "image_mean": CLIP_MEAN,
+    "image_processor_type": "LlavaNextImageProcessor", "image_std": CLIP_STD,
+    "processor_class": "LlavaNextProcessor", "resample": 3, "rescale_factor": 1 / 255,
+    "size": {"shortest_edge": 336},
+}
 
 
 # ------------------------------------------------------------------------------------------------
 # weights
 
 def tensor_shapes(config):
-    """Every tensor of a llava-hf 1.5 checkpoint (old layout), name -> shape, including the ones
-    LLaVA never uses (last vision layer, post_layernorm) so the loader is tested on real file sets."""
+    """Every tensor of a llava-hf 1.5 / v1.6 checkpoint (old layout), name -> shape, including the
+    ones LLaVA never uses (last vision layer, post_layernorm) so the loader is tested on real file
+    sets. v1.6 (model_type llava_next) adds the top-level `image_newline` [text hidden]."""
     v, t = config["vision_config"], config["text_config"]
     C, I, P, G = v["hidden_size"], v["intermediate_size"], v["patch_size"], 336 // 14
     shapes = {
@@ -206,6 +241,8 @@ def tensor_shapes(config):
         "language_model.model.embed_tokens.weight": [V, D],
         "language_model.model.norm.weight": [D], "language_model.lm_head.weight": [V, D],
     })
+    if config["model_type"] == "llava_next":
+        shapes["image_newline"] = [D]
     for i in range(t["num_hidden_layers"]):
         p = f"language_model.model.layers.{i}."
         shapes.update({
@@ -233,6 +270,10 @@ def init_std(name):
     if "language_model" in name and ("q_proj" in name or "k_proj" in name):
         return 0.0, 0.08
     if name.endswith("class_embedding"):
+        return 0.0, 0.1
+    if name == "image_newline":
+        # HF initialises it as randn * 1/sqrt(D); 0.1 keeps it of the projected rows' magnitude,
+        # so a missing / misplaced newline shows in the logits.
         return 0.0, 0.1
     if name.endswith("position_embedding.weight"):
         return 0.0, 0.02
@@ -263,6 +304,8 @@ def make_weights(config, seed, dtype, tok_vocab):
 
 def to_new_layout(name):
     """llava-hf names -> transformers >= 4.52 names."""
+    if name == "image_newline":
+        return "model.image_newline"
     for old, new in (("language_model.model.", "model.language_model."),
                      ("language_model.lm_head.", "lm_head."),
                      ("vision_tower.", "model.vision_tower."),
@@ -293,12 +336,16 @@ def main(argv=None):
     config = make_config(args, tok_vocab)
     image_token, pad_token = config["image_token_index"], config["pad_token_id"]
     write_json(os.path.join(args.out, "config.json"), config)
-    for name, obj in tokenizer_files(image_token, pad_token).items():
+    next_arch = args.arch == "llava-next"
+    processor_class = "LlavaNextProcessor" if next_arch else "LlavaProcessor"
+    for name, obj in tokenizer_files(image_token, pad_token, processor_class).items():
         write_json(os.path.join(args.out, name), obj)
-    write_json(os.path.join(args.out, "preprocessor_config.json"), PREPROCESSOR)
+    write_json(os.path.join(args.out, "preprocessor_config.json"),
+               PREPROCESSOR_NEXT if next_arch else PREPROCESSOR)
     write_json(os.path.join(args.out, "generation_config.json"),
                {"_from_model_config": True, "bos_token_id": 1, "eos_token_id": 2,
-                "pad_token_id": pad_token, "transformers_version": "4.36.0"})
+                "pad_token_id": pad_token,
+                "transformers_version": TRANSFORMERS_VERSION[args.arch]})
 
     weights = make_weights(config, args.seed, DTYPES[args.dtype], tok_vocab)
     if args.layout == "transformers-4.52":
@@ -310,7 +357,7 @@ def main(argv=None):
     n_params = sum(t.numel() for t in weights.values())
     print(f"make_tiny_llava: wrote {args.out} ({n_params} parameters, tokenizer {tok_vocab} "
           f"pieces, vocab {config['vocab_size']}, image token {image_token}, "
-          f"layout {ckpt.layout})")
+          f"arch {ckpt.config.arch}, layout {ckpt.layout})")
     return 0
 
 

@@ -37,6 +37,7 @@ struct Flags {
   std::string era_config;
   std::vector<std::string> era_set;
   std::string save_viz, attn_report;
+  std::string scope = "crop";
 };
 
 double median(std::vector<double> v) {
@@ -97,9 +98,12 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
     const auto& red = r.reductions[i];
     const auto sizes = summarize(red.cluster_sizes);
     const auto bias = summarize(red.bias);
-    std::printf("  image %zu    %s: kept %zu of %lld tokens | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
-                i, red.method.c_str(), red.kept.size(), static_cast<long long>(red.original_tokens), sizes.min, sizes.median,
-                sizes.max, bias.min, bias.mean, bias.max);
+    const auto newlines = std::count(red.kept.begin(), red.kept.end(), int64_t{-1});
+    std::printf("  image %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
+                i, red.method.c_str(), static_cast<long long>(red.kept.size() - newlines),
+                static_cast<long long>(red.original_tokens),
+                newlines ? (" + " + std::to_string(newlines) + " newlines").c_str() : "", sizes.min, sizes.median, sizes.max,
+                bias.min, bias.mean, bias.max);
   }
   std::printf("prefill      %8.1f ms  (%.0f tokens/s)\n", s.prefill_ms,
               s.prefill_ms > 0 ? 1000.0 * s.prompt_tokens / s.prefill_ms : 0.0);
@@ -120,16 +124,27 @@ void dump_tokens(const std::string& path, const era::PreparedInput& in) {
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
 }
 
-// One PNG per image: FILE for a single image, FILE with _<i> before the extension otherwise.
+// One PNG per crop: FILE for a single LLaVA-1.5 image; otherwise FILE with _<image> (and _<crop>
+// for LLaVA-NeXT, crop 0 = the base image) before the extension.
 void save_pictures(const std::string& path, const era::PreparedInput& in, const era::Result& r, const era::ModelInfo& info) {
-  const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(info.visual_tokens_per_image))));
+  const int64_t n = info.tokens_per_crop;
+  const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(n))));
+  const bool single = in.crops_per_image.size() == 1 && in.crops_per_image[0] == 1;
+  const auto dot = path.rfind('.');
+  int64_t first = 0;
   for (size_t i = 0; i < r.reductions.size(); ++i) {
-    std::string file = path;
-    if (r.reductions.size() > 1) {
-      const auto dot = path.rfind('.');
-      file = dot == std::string::npos ? path + "_" + std::to_string(i) : path.substr(0, dot) + "_" + std::to_string(i) + path.substr(dot);
+    const auto& red = r.reductions[i];
+    for (int64_t c = 0; c < in.crops_per_image[i]; ++c) {
+      era::ImageReduction crop;  // this crop's slice of the image's reduction
+      crop.assignment.assign(red.assignment.begin() + c * n, red.assignment.begin() + (c + 1) * n);
+      for (const int64_t k : red.kept) {
+        if (k >= c * n && k < (c + 1) * n) crop.kept.push_back(k - c * n);
+      }
+      std::string suffix = "_" + std::to_string(i) + (in.crops_per_image[i] > 1 ? "_" + std::to_string(c) : "");
+      const std::string file = single ? path : dot == std::string::npos ? path + suffix : path.substr(0, dot) + suffix + path.substr(dot);
+      era::save_reduction_png(file, in.display_images[first + c], grid, crop);
     }
-    era::save_reduction_png(file, in.display_images[static_cast<int64_t>(i)], grid, r.reductions[i]);
+    first += in.crops_per_image[i];
   }
 }
 
@@ -171,6 +186,7 @@ int run(const Flags& f) {
   req.reduction.method = f.method;
   req.reduction.tokens = f.tokens;
   req.reduction.keep_ratio = f.keep_ratio;
+  req.reduction.scope = f.scope;
   if (!f.era_config.empty()) req.reduction.era = era::load_era_options(f.era_config, req.reduction.era);
   for (const auto& kv : f.era_set) era::set_era_option(req.reduction.era, kv);
 
@@ -231,6 +247,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64)");
   app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
+  app.add_option("--budget-scope", f.scope,
+                 "LLaVA-NeXT: 'crop' = --tokens is nominal (160 = 32 per crop x 5), selected per crop before unpad; "
+                 "'image' = one selection of --tokens over all crops")
+      ->capture_default_str();
   app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
   app.add_option("--save-viz", f.save_viz, "write a PNG of the patch grid, kept anchors and clusters");

@@ -41,6 +41,11 @@ struct ReductionRequest {
   int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
   float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
   EraOptions era;           // ERA hyper-parameters and switches (defaults: configs/era.json)
+  // LLaVA-NeXT only. `tokens` is the nominal budget per image as the paper counts it (160 =
+  // 32 per crop x 5 crops, the most a pinpoint grid gives). "crop": each crop (base and every
+  // tile) keeps tokens / 5, selected before unpad (default); "image": one selection over all
+  // crops keeps `tokens`. Newline tokens come on top; Stats::visual_tokens is the real count.
+  std::string scope = "crop";
 };
 
 struct Request {
@@ -71,8 +76,9 @@ struct Stats {
 // What the reduction did to one image.
 struct ImageReduction {
   std::string method;
-  int64_t original_tokens = 0;
-  std::vector<int64_t> kept;          // original index of each token the decoder saw, ascending
+  int64_t original_tokens = 0;        // all crops' tokens (576 per crop)
+  std::vector<int64_t> kept;          // original index of each token the decoder saw, in sequence
+                                      // order (ascending for LLaVA-1.5); -1 for a NeXT newline
   std::vector<int64_t> assignment;    // per original token: slot in `kept` of its cluster, -1 = dropped
   std::vector<int64_t> cluster_sizes; // per kept token: original tokens it stands for
   std::vector<float> bias;            // per kept token: LAR's b_k (1 = no rectification)
@@ -108,13 +114,16 @@ struct PreparedInput {
   std::string prompt;                 // after the template
   std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes
   int64_t image_token_id = -1;
-  torch::Tensor pixel_values;         // float32 [num_images, 3, S, S]
-  torch::Tensor display_images;       // uint8 [num_images, S, S, 3]: the same images before normalisation
+  torch::Tensor pixel_values;         // float32 [crops, 3, S, S]: every image's crops, in order
+  torch::Tensor display_images;       // uint8 [crops, S, S, 3]: the same crops before normalisation
+  std::vector<int64_t> crops_per_image;              // 1 for LLaVA-1.5; 1 + tiles for LLaVA-NeXT
+  std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of each decoded image
 };
 
 struct ModelInfo {
   std::string name, arch, dtype, device, attention;
-  int64_t visual_tokens_per_image = 0;
+  int64_t visual_tokens_per_image = 0;  // at most, before any reduction (NeXT: largest grid)
+  int64_t tokens_per_crop = 0;          // vision tokens of one 336 px crop (576)
   int64_t max_context = 0;
 };
 

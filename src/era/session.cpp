@@ -7,8 +7,10 @@
 
 #include "era/era.h"
 #include "era/session_impl.h"
+#include "image/anyres.h"
 #include "image/clip_preprocess.h"
 #include "report/attention_report.h"
+#include "runtime/anyres_packing.h"
 #include "runtime/generator.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -41,6 +43,9 @@ void check_request(const Request& r) {
   if (!(r.reduction.keep_ratio >= 0.0f && r.reduction.keep_ratio <= 1.0f)) {
     throw Error(ErrorCode::kInvalidArgument, "keep ratio must be in [0, 1]");
   }
+  if (r.reduction.scope != "crop" && r.reduction.scope != "image") {
+    throw Error(ErrorCode::kInvalidArgument, "budget scope must be 'crop' or 'image', not '" + r.reduction.scope + "'");
+  }
 }
 
 ClipImageConfig clip_config(const Manifest& m) {
@@ -52,9 +57,9 @@ ClipImageConfig clip_config(const Manifest& m) {
   return c;
 }
 
-// Tokens to keep out of `n` for one image; n means "all".
-int64_t resolve_budget(const ReductionRequest& r, int64_t n) {
-  if (r.tokens > 0) return std::min(r.tokens, n);
+// Tokens to keep out of `n`; n means "all". `nominal` is `tokens` scaled to this unit.
+int64_t resolve_budget(const ReductionRequest& r, int64_t n, int64_t nominal) {
+  if (r.tokens > 0) return std::min(std::max<int64_t>(nominal, 1), n);
   if (r.keep_ratio > 0.0f) return std::max<int64_t>(1, std::llround(static_cast<double>(r.keep_ratio) * n));
   return n;
 }
@@ -92,14 +97,66 @@ struct ReducedImages {
   std::vector<ImageReduction> descriptions;
 };
 
-ReducedImages reduce_images(const VisionOutput& vision, const ReductionRequest& request, int64_t num_patches) {
-  ReductionOptions options{request.method, request.era};
-  const auto reducer = make_reducer(options);
+// Most crops any pinpoint gives (base + tiles): the paper's nominal NeXT budget is per crop x this.
+int64_t max_crops(const Manifest& m) {
+  int64_t most = 1;
+  for (const auto& p : m.image.grid_pinpoints) most = std::max(most, 1 + (p.height / m.image.size) * (p.width / m.image.size));
+  return most;
+}
+
+// The most visual tokens one image can bring: 576 for LLaVA-1.5; for NeXT the base crop plus the
+// largest grid with its newlines, before unpad (2928 with the usual pinpoints).
+int64_t max_visual_tokens(const Manifest& m) {
+  const int64_t n = m.vision.num_patches, p = m.image.size / m.vision.patch_size;
+  if (m.image.aspect_ratio != "anyres") return n;
+  int64_t most = 0;
+  for (const auto& r : m.image.grid_pinpoints) {
+    most = std::max(most, n + (r.height / m.image.size * p) * (r.width / m.image.size * p + 1));
+  }
+  return most;
+}
+
+// One LLaVA-NeXT image (crops [first, first + count)): reduce per crop or over all crops, then
+// pack (unpad, newlines) so the reduction follows the same permutation as the features.
+ReducedTokens reduce_anyres(const VisionOutput& vision, int64_t first, int64_t count, const std::array<int64_t, 2>& size,
+                            const ReductionRequest& request, const Reducer& reducer, const ModelBundle& bundle) {
+  const auto& m = bundle.manifest;
+  const int64_t n = m.vision.num_patches;
+  ReducedTokens joint;
+  if (request.scope == "image") {
+    joint = reducer.reduce(vision.joint_input(first, count, resolve_budget(request, count * n, request.tokens)));
+  } else {
+    std::vector<ReducedTokens> per_crop;
+    for (int64_t c = 0; c < count; ++c) {
+      per_crop.push_back(reducer.reduce(vision.reduction_input(first + c, resolve_budget(request, n, request.tokens / max_crops(m)))));
+    }
+    joint = concat_crops(per_crop, n);
+  }
+  AnyresGeometry geometry;
+  geometry.original = {size[0], size[1]};
+  const Resolution best = select_best_resolution(geometry.original, m.image.grid_pinpoints);
+  geometry.rows = best.height / m.image.size;
+  geometry.cols = best.width / m.image.size;
+  geometry.patches_per_side = m.image.size / m.vision.patch_size;
+  return pack_anyres(joint, geometry, bundle.image_newline);
+}
+
+ReducedImages reduce_images(const VisionOutput& vision, const PreparedInput& in, const ReductionRequest& request,
+                            const ModelBundle& bundle) {
+  const auto& m = bundle.manifest;
+  const auto reducer = make_reducer(ReductionOptions{request.method, request.era});
   ReducedImages out;
-  for (int64_t i = 0; i < vision.embeddings.size(0); ++i) {
-    const int64_t n = vision.embeddings.size(1);
-    out.tokens.push_back(reducer->reduce(vision.reduction_input(i, resolve_budget(request, n))));
-    out.descriptions.push_back(describe(request.method, num_patches, out.tokens.back()));
+  int64_t first = 0;
+  for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
+    const int64_t count = in.crops_per_image[i];
+    if (m.image.aspect_ratio == "anyres") {
+      out.tokens.push_back(reduce_anyres(vision, first, count, in.image_sizes[i], request, *reducer, bundle));
+    } else {
+      const int64_t n = m.vision.num_patches;
+      out.tokens.push_back(reducer->reduce(vision.reduction_input(first, resolve_budget(request, n, request.tokens))));
+    }
+    out.descriptions.push_back(describe(request.method, count * m.vision.num_patches, out.tokens.back()));
+    first += count;
   }
   return out;
 }
@@ -147,22 +204,34 @@ PreparedInput Session::prepare(const Request& request) const {
   in.token_ids = tokenize_with_images(*impl_->bundle.tokenizer, in.prompt, m.prompt.image_placeholder, in.image_token_id);
 
   // Fail before any image work when the prompt cannot fit even if no image token were reduced
-  // away: the budget must not decide whether a prompt is accepted.
+  // away: the budget must not decide whether a prompt is accepted. (NeXT: the largest grid.)
+  const int64_t per_image = max_visual_tokens(m);
   const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images;
-  const int64_t full_length = text_tokens + n_images * m.vision.num_patches;
+  const int64_t full_length = text_tokens + n_images * per_image;
   if (full_length >= impl_->max_context()) {
     throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
-                                        std::to_string(n_images * m.vision.num_patches) + " image tokens = " +
+                                        std::to_string(n_images * per_image) + " image tokens (at most) = " +
                                         std::to_string(full_length) + ", but the model's context is " +
                                         std::to_string(impl_->max_context()) + " tokens (one must be left to answer)");
   }
 
   const auto config = clip_config(m);
   std::vector<torch::Tensor> pixels, display;
+  auto add_crop = [&](const cv::Mat& crop) {
+    pixels.push_back(normalize_to_chw(crop, config));
+    display.push_back(torch::from_blob(crop.data, {crop.rows, crop.cols, 3}, torch::kUInt8).clone());
+  };
   for (const auto& path : request.images) {
-    const cv::Mat square = square_llava_pad(load_rgb_image(path, impl_->image_limits), config);
-    pixels.push_back(normalize_to_chw(square, config));
-    display.push_back(torch::from_blob(square.data, {square.rows, square.cols, 3}, torch::kUInt8).clone());
+    const cv::Mat rgb = load_rgb_image(path, impl_->image_limits);
+    in.image_sizes.push_back({rgb.rows, rgb.cols});
+    if (m.image.aspect_ratio == "anyres") {
+      const AnyresCrops crops = make_anyres_crops(rgb, m.image.grid_pinpoints, config.size);
+      for (const auto& crop : crops.crops) add_crop(crop);
+      in.crops_per_image.push_back(static_cast<int64_t>(crops.crops.size()));
+    } else {
+      add_crop(square_llava_pad(rgb, config));
+      in.crops_per_image.push_back(1);
+    }
   }
   const int64_t s = m.image.size;
   in.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::stack(pixels);
@@ -189,7 +258,7 @@ Result Session::generate(const Request& request) {
       const VisionOutput vision = impl_->vision->encode(in.pixel_values);
       st.vision_ms = ms_since(t0);
       t0 = Clock::now();
-      images = reduce_images(vision, request.reduction, m.vision.num_patches);
+      images = reduce_images(vision, in, request.reduction, impl_->bundle);
       st.reduce_ms = ms_since(t0);
     }
     const PromptSequence seq = build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images.tokens);
@@ -237,8 +306,8 @@ AttentionReport Session::attention_report(const Request& request) {
     const VisionOutput vision = impl_->vision->encode(in.pixel_values);
     ReductionRequest full_request = request.reduction;
     full_request.method = "full";
-    const ReducedImages full = reduce_images(vision, full_request, m.vision.num_patches);
-    const ReducedImages reduced = reduce_images(vision, request.reduction, m.vision.num_patches);
+    const ReducedImages full = reduce_images(vision, in, full_request, impl_->bundle);
+    const ReducedImages reduced = reduce_images(vision, in, request.reduction, impl_->bundle);
     auto& dec = *impl_->decoder;
     const PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
     const PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
@@ -266,7 +335,8 @@ ModelInfo Session::info() const {
   i.dtype = dtype_name(b.dtype);
   i.device = b.device.str();
   i.attention = b.manifest.attention;
-  i.visual_tokens_per_image = b.manifest.vision.num_patches;
+  i.visual_tokens_per_image = max_visual_tokens(b.manifest);
+  i.tokens_per_crop = b.manifest.vision.num_patches;
   i.max_context = impl_->max_context();
   return i;
 }

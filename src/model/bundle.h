@@ -22,6 +22,7 @@ struct ModelBundle {
   std::unique_ptr<Tokenizer> tokenizer;
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat;
+  torch::Tensor image_newline;  // [D] LLaVA-NeXT's row separator token (undefined for LLaVA-1.5)
 };
 
 // Parses "float32"/"fp32"/"float16"/"fp16"/"half"/"bfloat16"/"bf16"; throws kInvalidArgument.

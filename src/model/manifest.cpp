@@ -56,7 +56,8 @@ Manifest read_manifest(const std::string& bundle_dir) {
   m.format_version = field<int>(j, "format_version", path);
   require(m.format_version == 1, path, "format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1)");
   m.arch = field<std::string>(j, "arch", path);
-  require(m.arch == "llava-1.5", path, "architecture '" + m.arch + "' is not supported by this build");
+  require(m.arch == "llava-1.5" || m.arch == "llava-next", path,
+          "architecture '" + m.arch + "' is not supported by this build (llava-1.5, llava-next)");
   m.model_name = j.value("model_name", m.arch);
   m.dtype = field<std::string>(j, "dtype", path);
   m.attention = j.contains("exported_with") ? j["exported_with"].value("attention", "math") : "math";
@@ -110,6 +111,16 @@ Manifest read_manifest(const std::string& bundle_dir) {
 
   auto& im = m.image;
   im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
+  require(im.aspect_ratio == (m.arch == "llava-next" ? "anyres" : "pad"), path,
+          "image.aspect_ratio '" + im.aspect_ratio + "' does not fit architecture " + m.arch);
+  if (im.aspect_ratio == "anyres") {
+    for (const auto& hw : field<std::vector<std::array<int64_t, 2>>>(j, "image.grid_pinpoints", path)) {
+      require(hw[0] > 0 && hw[1] > 0 && hw[0] % v.image_size == 0 && hw[1] % v.image_size == 0, path,
+              "image.grid_pinpoints must be positive multiples of the image size");
+      im.grid_pinpoints.push_back({hw[0], hw[1]});
+    }
+    require(!im.grid_pinpoints.empty(), path, "image.grid_pinpoints is empty");
+  }
   im.size = field<int64_t>(j, "image.size", path);
   im.mean = field<std::array<float, 3>>(j, "image.mean", path);
   im.std = field<std::array<float, 3>>(j, "image.std", path);

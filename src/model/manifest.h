@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "image/anyres.h"
 #include "text/prompt.h"
 
 namespace era {
@@ -41,7 +43,8 @@ struct TokenSpec {
 };
 
 struct ImageSpec {
-  std::string aspect_ratio = "pad";
+  std::string aspect_ratio = "pad";  // "pad" (LLaVA-1.5) or "anyres" (LLaVA-NeXT)
+  std::vector<Resolution> grid_pinpoints;  // anyres candidates, (height, width) as HF reads them
   int64_t size = 336;
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
@@ -53,7 +56,7 @@ inline constexpr int kDecoderApi = 2;
 
 struct Manifest {
   int format_version = 1;
-  std::string arch;        // "llava-1.5"
+  std::string arch;        // "llava-1.5" or "llava-next"
   std::string model_name;
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"

@@ -42,4 +42,20 @@ ReductionInput VisionOutput::reduction_input(int64_t i, int64_t budget) const {
   return in;
 }
 
+ReductionInput VisionOutput::joint_input(int64_t first, int64_t count, int64_t budget) const {
+  auto rows = [&](const torch::Tensor& t) { return t.slice(0, first, first + count).flatten(0, 1); };   // [count*N, .]
+  auto cols = [&](const torch::Tensor& t) {  // [count, H, N] -> [H, count*N]
+    return t.slice(0, first, first + count).permute({1, 0, 2}).flatten(1, 2);
+  };
+  ReductionInput in;
+  in.embeddings = rows(embeddings);
+  in.features = rows(features);
+  in.cls_logits = cols(cls_logits);
+  in.cls_probs = cols(cls_probs);
+  in.mean_logits = cols(mean_logits);
+  in.mean_probs = cols(mean_probs);
+  in.budget = budget;
+  return in;
+}
+
 }  // namespace era

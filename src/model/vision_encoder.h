@@ -15,8 +15,10 @@ struct VisionOutput {
   torch::Tensor mean_probs;   // [B, H, N] float32
   torch::Tensor embeddings;   // [B, N, D] projector output: the visual tokens in LLM space
 
-  // Image `i` as the input of a Reducer with the given budget.
+  // Crop `i` as the input of a Reducer with the given budget.
   ReductionInput reduction_input(int64_t i, int64_t budget) const;
+  // Crops [first, first + count) as one Reducer input: tokens and saliency columns concatenated.
+  ReductionInput joint_input(int64_t first, int64_t count, int64_t budget) const;
 };
 
 class VisionEncoder {

@@ -137,6 +137,22 @@ TEST(EraInfer, AblationVariantsAndOptions) {
   }
 }
 
+TEST(EraInfer, TwoImagesInOnePrompt) {
+  const auto jpg = test::source_dir() + "/tests/data/sample.jpg";
+  for (const std::string bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
+    const auto dir = test::scratch_dir("two_images");
+    const auto r = test::run_command(test::era_infer_path() + " -m " + bundle + " --image " + sample_png() + " --image " + jpg +
+                                     " -p 'Compare <image> with <image>.' -n 3 --json --method era --tokens 160" +
+                                     " --dump-tokens " + dir + "/tokens.json");
+    ASSERT_EQ(r.exit_code, 0) << bundle << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["reductions"].size(), 2u);
+    const auto tokens = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
+    EXPECT_EQ(tokens["image_positions"].size(), 2u);
+    EXPECT_EQ(j["stats"]["visual_tokens"].get<size_t>(), j["reductions"][0]["kept"].size() + j["reductions"][1]["kept"].size());
+  }
+}
+
 TEST(EraInferErrors, UnknownMethod) {
   expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method magic")), "magic");
 }

@@ -1,10 +1,13 @@
-"""Load and validate an HF LLaVA-1.5 checkpoint folder (`LlavaForConditionalGeneration`).
+"""Load and validate an HF LLaVA checkpoint folder: LLaVA-1.5 (`LlavaForConditionalGeneration`,
+model_type "llava") or LLaVA-NeXT / v1.6 (`LlavaNextForConditionalGeneration`, model_type
+"llava_next", e.g. llava-hf/llava-v1.6-vicuna-7b-hf).
 
 What is read:
   config.json               with HF's class defaults filled in for every field we use (the llava-hf
                             configs only store the fields that differ from LlamaConfig /
                             CLIPVisionConfig defaults, so reading them naively gives wrong dims)
-  preprocessor_config.json  image mean/std, crop size, resample (optional; CLIP defaults)
+  preprocessor_config.json  image mean/std, crop size, resample (optional; CLIP defaults); for
+                            NeXT also image_grid_pinpoints / size, checked against config.json
   tokenizer.model           SentencePiece model (required: the C++ side tokenises with it)
   weights                   see safetensors_io.load_weights_folder
 
@@ -14,6 +17,12 @@ naming of the modules in llava_model.py:
                                     vision_tower.vision_model.X / multi_modal_projector.X
   transformers >= 4.52              model.language_model.X / lm_head.weight /
                                     model.vision_tower.vision_model.X / model.multi_modal_projector.X
+NeXT adds one tensor, `image_newline` [text hidden] (`model.image_newline` in the new layout); it
+belongs to the projector part (canonical name `image_newline`): the exported projector
+carries it.
+
+NeXT's `image_grid_pinpoints` are kept exactly as config.json lists them: HF reads every pair as
+(height, width) (the original LLaVA code read the same list as (width, height)).
 
 Every tensor the exported model needs is checked for presence and shape against the config, and
 errors name the tensor as it is spelled in the checkpoint. Everything a user can get wrong raises
@@ -50,8 +59,16 @@ LLAVA_DEFAULT_VISION = dict(CLIP_VISION_DEFAULTS, hidden_size=1024, intermediate
                             num_hidden_layers=24, num_attention_heads=16, image_size=336,
                             patch_size=14)
 
+# LlavaNextConfig's default image_grid_pinpoints (also what llava-v1.6 config.json files list).
+NEXT_DEFAULT_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+ARCH_OF_MODEL_TYPE = {"llava": ("llava-1.5", "LlavaForConditionalGeneration"),
+                      "llava_next": ("llava-next", "LlavaNextForConditionalGeneration")}
+
 # checkpoint-name prefix -> (part, canonical prefix). Both layouts; matched longest first.
+# (`image_newline` is a whole name, not a prefix: the canonical name is the prefix itself.)
 _PREFIXES = [
+    ("model.image_newline", "projector", "image_newline"),
+    ("image_newline", "projector", "image_newline"),
     ("model.vision_tower.vision_model.", "vision", ""),
     ("model.multi_modal_projector.", "projector", ""),
     ("model.language_model.", "text", ""),
@@ -62,6 +79,7 @@ _PREFIXES = [
     ("lm_head.", "text", "lm_head."),
 ]
 _LAYOUT_OF_PREFIX = {
+    "model.image_newline": "transformers>=4.52",
     "model.vision_tower.vision_model.": "transformers>=4.52",
     "model.multi_modal_projector.": "transformers>=4.52",
     "model.language_model.": "transformers>=4.52",
@@ -70,7 +88,7 @@ _LAYOUT_OF_PREFIX = {
 
 
 class CheckpointError(ValueError):
-    """The folder is not a usable LLaVA-1.5 checkpoint. The message names the file / tensor."""
+    """The folder is not a usable LLaVA checkpoint. The message names the file / tensor."""
 
 
 @dataclass
@@ -146,6 +164,12 @@ class LlavaConfig:
     projector_act: str
     projector_bias: bool
     raw: dict
+    arch: str = "llava-1.5"        # "llava-1.5" | "llava-next"
+    grid_pinpoints: list = None    # NeXT: [[height, width], ...] as in config.json; else None
+
+    @property
+    def is_next(self):
+        return self.arch == "llava-next"
 
 
 @dataclass
@@ -200,10 +224,12 @@ def load_config(folder):
     raw = _read_json(path, "config.json")
     model_type = raw.get("model_type")
     archs = raw.get("architectures") or []
-    if model_type != "llava" or (archs and "LlavaForConditionalGeneration" not in archs):
+    arch, hf_class = ARCH_OF_MODEL_TYPE.get(model_type, (None, None))
+    if arch is None or (archs and hf_class not in archs):
         raise CheckpointError(
-            f"{path}: not a LLaVA-1.5 checkpoint (model_type={model_type!r}, "
-            f"architectures={archs!r}; expected model_type 'llava' / LlavaForConditionalGeneration)")
+            f"{path}: not a LLaVA-1.5 or LLaVA-NeXT checkpoint (model_type={model_type!r}, "
+            f"architectures={archs!r}; expected model_type 'llava' / LlavaForConditionalGeneration "
+            f"or 'llava_next' / LlavaNextForConditionalGeneration)")
 
     # ---- text (LLaMA)
     tc_raw = raw.get("text_config")
@@ -295,12 +321,39 @@ def load_config(folder):
                               f"vocabulary (vocab_size {text.vocab_size})")
     if pad is None:
         pad = -1
+    pinpoints = None
+    if arch == "llava-next":
+        pinpoints = _pinpoints(raw.get("image_grid_pinpoints", NEXT_DEFAULT_PINPOINTS),
+                               vision.image_size, f"{path}: image_grid_pinpoints")
     return LlavaConfig(vision=vision, text=text, image_token_id=image_token, pad_token_id=pad,
                        projector_act=act,
-                       projector_bias=bool(raw.get("multimodal_projector_bias", True)), raw=raw)
+                       projector_bias=bool(raw.get("multimodal_projector_bias", True)), raw=raw,
+                       arch=arch, grid_pinpoints=pinpoints)
 
 
-def load_preprocessor(folder, vision):
+def _pinpoints(value, tile, where):
+    """Validate a pinpoint list: non-empty [[height, width], ...] of positive multiples of the
+    vision tile size (HF cuts the padded canvas into tile x tile crops)."""
+    ok = isinstance(value, list) and len(value) > 0
+    out = []
+    for pair in value if ok else []:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and
+                all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in pair)):
+            ok = False
+            break
+        out.append([int(pair[0]), int(pair[1])])
+    if not ok:
+        raise CheckpointError(f"{where} must be a non-empty list of [height, width] pairs of "
+                              f"positive integers, got {value!r}")
+    bad = [p for p in out if p[0] % tile or p[1] % tile]
+    if bad:
+        raise CheckpointError(f"{where}: {bad} are not multiples of the vision image_size {tile}")
+    return out
+
+
+def load_preprocessor(folder, vision, cfg=None):
+    """cfg: the LlavaConfig; for NeXT, the processor's image_grid_pinpoints (when present) must be
+    config.json's and its resize size (when present) the crop size."""
     path = os.path.join(folder, "preprocessor_config.json")
     if not os.path.isfile(path):
         return Preprocessor(crop_size=vision.image_size)
@@ -320,6 +373,22 @@ def load_preprocessor(folder, vision):
     resample = PIL_RESAMPLE_NAMES.get(pc.get("resample", 3))
     if resample is None:
         raise CheckpointError(f"{path}: unknown resample {pc.get('resample')!r}")
+    if cfg is not None and cfg.is_next:
+        # The processor lays the crops out with its own pinpoints, the model unpacks them with
+        # config.json's: they must be the same list (same order, same (height, width) reading).
+        if "image_grid_pinpoints" in pc:
+            pins = _pinpoints(pc["image_grid_pinpoints"], vision.image_size,
+                              f"{path}: image_grid_pinpoints")
+            if pins != cfg.grid_pinpoints:
+                raise CheckpointError(f"{path}: image_grid_pinpoints {pins} differ from "
+                                      f"config.json's {cfg.grid_pinpoints}")
+        # The base crop is the image squashed to size x size; it must be a vision-tower crop.
+        size = pc.get("size")
+        if isinstance(size, dict):
+            size = size.get("shortest_edge", size.get("height"))
+        if size is not None and size != crop:
+            raise CheckpointError(f"{path}: size {pc.get('size')!r} differs from crop_size {crop} "
+                                  f"(LLaVA-NeXT's base crop must be a {crop} px square)")
     return Preprocessor(mean=[float(x) for x in mean], std=[float(x) for x in std],
                         crop_size=int(crop), resample=resample, present=True)
 
@@ -354,6 +423,8 @@ def expected_shapes(cfg):
     projector = {"linear_1.weight": [D, C], "linear_2.weight": [D, D]}
     if cfg.projector_bias:
         projector.update({"linear_1.bias": [D], "linear_2.bias": [D]})
+    if cfg.is_next:
+        projector["image_newline"] = [D]  # one learned token closing every grid row
 
     q_out, kv_out = t.num_heads * t.head_dim, t.num_kv_heads * t.head_dim
     text = {"embed_tokens.weight": [t.vocab_size, D], "norm.weight": [D],
@@ -402,6 +473,8 @@ def _checkpoint_name(part, canon, layout):
         return ("model.language_model." if new else "language_model.model.") + canon
     if part == "vision":
         return ("model." if new else "") + "vision_tower.vision_model." + canon
+    if canon == "image_newline":
+        return ("model." if new else "") + canon
     return ("model." if new else "") + "multi_modal_projector." + canon
 
 
@@ -412,7 +485,7 @@ def load_checkpoint(folder, load_weights=True):
         what = "is not a folder" if os.path.exists(folder) else "checkpoint folder not found"
         raise CheckpointError(f"{folder}: {what}")
     cfg = load_config(folder)
-    pre = load_preprocessor(folder, cfg.vision)
+    pre = load_preprocessor(folder, cfg.vision, cfg)
 
     tok = os.path.join(folder, "tokenizer.model")
     if not os.path.isfile(tok):
@@ -480,4 +553,4 @@ def load_checkpoint(folder, load_weights=True):
 
 __all__ = ["CheckpointError", "WeightsFileError", "LlavaCheckpoint", "LlavaConfig", "TextConfig",
            "VisionConfig", "Preprocessor", "load_config", "load_checkpoint", "expected_shapes",
-           "split_state_dict"]
+           "split_state_dict", "NEXT_DEFAULT_PINPOINTS"]

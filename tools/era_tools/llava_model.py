@@ -1,4 +1,4 @@
-"""Eager PyTorch LLaVA-1.5 modules, written to be `torch.jit.script`-able under torch 1.13 and 2.x.
+"""Eager PyTorch LLaVA-1.5 / LLaVA-NeXT modules, `torch.jit.script`-able under torch 1.13 and 2.x.
 
 These are what `tools/export_llava.py` scripts into the bundle (see models/BUNDLE_FORMAT.md for the
 exact interfaces) and what `tests/python/make_logit_refs.py` runs as the eager reference.
@@ -6,7 +6,8 @@ exact interfaces) and what `tests/python/make_logit_refs.py` runs as the eager r
   VisionTower   CLIP ViT up to the feature layer; also returns that layer's saliency maps in
                 float32: the CLS-query attention row (ERA's default) and the CLS-free "mean"
                 readout (patch query rows averaged), each as logits and probabilities
-  Projector     Linear -> exact (erf) GELU -> Linear
+  Projector     Linear -> exact (erf) GELU -> Linear; for LLaVA-NeXT it also carries the learned
+                `image_newline` [D] parameter (not used by forward: the caller packs it)
   LlamaDecoder  LLaMA with the LAR attention and an in-place KV cache whose K~ rows carry every
                 key's per-layer scaled log-bias. Per call, lar_path picks the "augmented key
                 dimension" form (0) or the additive float mask built from the cached bias
@@ -201,11 +202,19 @@ class VisionTower(nn.Module):
 # projector
 
 class Projector(nn.Module):
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+    """features [B,N,C] -> [B,N,D]. With image_newline=True (LLaVA-NeXT) the module also owns a
+    registered parameter `image_newline` [D] (model dtype): the token LLaVA-NeXT appends to every
+    row of the unpadded tile grid. forward() never touches it; it rides along so a bundle's
+    projector.pt carries it (TorchScript: `attr("image_newline")` / named_parameters)."""
+
+    def __init__(self, in_features, out_features, bias=True, image_newline=False, device=None,
+                 dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.linear_1 = nn.Linear(in_features, out_features, bias=bias, **kw)
         self.linear_2 = nn.Linear(out_features, out_features, bias=bias, **kw)
+        if image_newline:
+            self.image_newline = nn.Parameter(torch.zeros(out_features, **kw), requires_grad=False)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.linear_2(F.gelu(self.linear_1(features)))  # exact erf GELU, as LLaVA's "gelu"
@@ -634,7 +643,7 @@ def build_vision(ckpt, dtype=torch.float32):
 def build_projector(ckpt, dtype=torch.float32):
     cfg = ckpt.config
     module = Projector(cfg.vision.hidden_size, cfg.text.hidden_size, bias=cfg.projector_bias,
-                       device="meta", dtype=dtype)
+                       image_newline=cfg.is_next, device="meta", dtype=dtype)
     return _assign(module, ckpt.projector, dtype, "projector")
 
 
