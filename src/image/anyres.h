@@ -18,7 +18,11 @@ struct Resolution {
 // HF's select_best_resolution: the candidate (height, width) that keeps the most of the image's
 // pixels after an aspect-preserving fit, then the least waste; earlier candidates win ties (HF
 // reads the pinpoint pairs as (height, width); the original LLaVA code as (width, height), which
-// flips the choice between the two 2-tile layouts for images of at most ~336 px).
+// flips the choice between the two 2-tile layouts for images of at most ~336 px: this project
+// follows HF, so a 336x336 image gets 336x672 = 1 row x 2 columns). Python float semantics:
+// scale = min(w / W0, h / H0); effective = min(int(W0 * scale) * int(H0 * scale), W0 * H0);
+// waste = w * h - effective; a candidate replaces the best if its effective is larger, or equal
+// with strictly less waste. Throws era::Error(kInvalidArgument) for empty candidates or sizes <= 0.
 Resolution select_best_resolution(const Resolution& original, const std::vector<Resolution>& candidates);
 
 struct AnyresCrops {
@@ -29,8 +33,16 @@ struct AnyresCrops {
   std::vector<cv::Mat> crops;  // uint8 RGB tile x tile: [0] the base image, then rows*cols tiles row-major
 };
 
-// `rgb`: CV_8UC3. Throws era::Error(kInvalidArgument) for empty pinpoints or pinpoints that are
-// not multiples of `tile`.
+// `rgb`: CV_8UC3. Pinpoints are (height, width), HF's reading. Steps (HF-PIL LlavaNextImageProcessor):
+//   best = select_best_resolution((H0, W0), pinpoints)
+//   sw = Wt / W0, sh = Ht / H0 (doubles); if sw < sh: nw = Wt, nh = min(ceil(H0 * sw), Ht)
+//                                          else:     nh = Ht, nw = min(ceil(W0 * sh), Wt)
+//   (ceil of the double product as computed, like Python's math.ceil; not int(), not round())
+//   Pillow-exact bicubic resize to nw x nh, pasted on a black Wt x Ht canvas at
+//   ((Wt - nw) / 2, (Ht - nh) / 2) floored; tiles cut row-major;
+//   base = the original image squashed to tile x tile with Pillow bicubic (a copy if already so).
+// Throws era::Error(kInvalidArgument) for a bad image, a non-positive tile, empty pinpoints or
+// pinpoints that are not positive multiples of `tile`.
 AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile);
 
 }  // namespace era

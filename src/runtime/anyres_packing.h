@@ -19,7 +19,11 @@ struct AnyresGeometry {
 };
 
 // Rows [top, bottom) and columns [left, right) of the (rows*p) x (cols*p) token grid that survive
-// unpad, with HF's rule (int(round(x, 7)), symmetric trim of the padding).
+// unpad, with HF's rule (modeling_llava_next.unpad_image): with h x w the grid, if W0/H0 > w/h
+// then new_h = int(round(H0 * (w / W0), 7)), pad = (h - new_h) // 2, rows [pad, h - pad);
+// otherwise the same on columns with new_w = int(round(W0 * (h / H0), 7)). The trim is symmetric,
+// so new_h + 1 rows survive when h - new_h is odd. (The original LLaVA's plain int() differs on
+// some sizes, e.g. 55x176, 88x99, 205x656 as HxW.)
 struct UnpadBox {
   int64_t top = 0, bottom = 0, left = 0, right = 0;
 };
@@ -29,7 +33,10 @@ UnpadBox unpad_box(const AnyresGeometry& geometry);
 int64_t anyres_token_count(const AnyresGeometry& geometry);
 
 // Per-crop reductions (crop c covers original tokens [c*N, (c+1)*N)) joined into one, as if a
-// single reduction had run over all crops: kept indices and assignments offset, rows concatenated.
+// single reduction had run over all crops: kept indices offset by c*N, assignments by the number
+// of slots of the earlier crops (-1 stays -1), embeddings, log_bias and entropy concatenated
+// (entropy must be present on all crops or on none; a missing log_bias counts as zeros). Throws
+// era::Error(kInvalidArgument) on an empty list or inconsistent sizes.
 ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t tokens_per_crop);
 
 // The decoder's tokens for the image: `joint` reduces the concatenated crops (base first, then
@@ -37,6 +44,16 @@ ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t t
 // then for each surviving grid row, its surviving tokens left to right and one `image_newline`
 // [D] token (log bias 0, kept index -1). Tokens outside the unpad box are dropped with their
 // whole cluster (assignment -1).
+//
+// Grid geometry: patch (pr, pc) of tile (tr, tc) (joint index (1 + tr*cols + tc)*p*p + pr*p + pc)
+// sits at grid row tr*p + pr, column tc*p + pc. The result follows ReducedTokens except that
+// `kept` is in output order (not ascending) and holds -1 for newlines; `assignment` (size N of
+// the joint input) maps each original token to its cluster's new slot, or -1 if the token was
+// dropped by the reduction or its anchor by unpad (a member outside the box whose anchor is
+// inside keeps its slot); `embeddings` rows are gathered (newline rows = image_newline cast to
+// the embeddings' dtype and device); `log_bias` gathered, 0 on newlines; `entropy` unchanged.
+// With the identity ("full") reduction this is exactly HF's packed feature sequence.
+// Throws era::Error(kInvalidArgument) on sizes that do not match the geometry.
 ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geometry, const torch::Tensor& image_newline);
 
 }  // namespace era
