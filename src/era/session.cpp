@@ -104,6 +104,15 @@ int64_t max_crops(const Manifest& m) {
   return most;
 }
 
+// Throws kPrompt unless the prompt leaves room for at least one answer token.
+void check_fits(int64_t text_tokens, int64_t visual_tokens, int64_t context) {
+  if (text_tokens + visual_tokens < context) return;
+  throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
+                                      std::to_string(visual_tokens) + " image tokens = " +
+                                      std::to_string(text_tokens + visual_tokens) + ", but the model's context is " +
+                                      std::to_string(context) + " tokens (one must be left to answer)");
+}
+
 // The most visual tokens one image can bring: 576 for LLaVA-1.5; for NeXT the base crop plus the
 // largest grid with its newlines, before unpad (2928 with the usual pinpoints).
 int64_t max_visual_tokens(const Manifest& m) {
@@ -203,17 +212,10 @@ PreparedInput Session::prepare(const Request& request) const {
   in.image_token_id = m.tokens.image_token_id;
   in.token_ids = tokenize_with_images(*impl_->bundle.tokenizer, in.prompt, m.prompt.image_placeholder, in.image_token_id);
 
-  // Fail before any image work when the prompt cannot fit even if no image token were reduced
-  // away: the budget must not decide whether a prompt is accepted. (NeXT: the largest grid.)
-  const int64_t per_image = max_visual_tokens(m);
+  // Fail before any image work when the text alone cannot fit; the full check, with the real
+  // number of (reduced) visual tokens, runs once the sequence is built.
   const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images;
-  const int64_t full_length = text_tokens + n_images * per_image;
-  if (full_length >= impl_->max_context()) {
-    throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
-                                        std::to_string(n_images * per_image) + " image tokens (at most) = " +
-                                        std::to_string(full_length) + ", but the model's context is " +
-                                        std::to_string(impl_->max_context()) + " tokens (one must be left to answer)");
-  }
+  check_fits(text_tokens, 0, impl_->max_context());
 
   const auto config = clip_config(m);
   std::vector<torch::Tensor> pixels, display;
@@ -266,6 +268,7 @@ Result Session::generate(const Request& request) {
     st.visual_tokens = seq.visual_tokens();
     st.text_tokens = seq.text_tokens();
     st.prompt_tokens = seq.length();
+    check_fits(st.text_tokens, st.visual_tokens, impl_->max_context());
 
     const int64_t room = impl_->max_context() - seq.length();
     GenerationLimits limits;
@@ -311,6 +314,7 @@ AttentionReport Session::attention_report(const Request& request) {
     auto& dec = *impl_->decoder;
     const PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
     const PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
+    check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->max_context());
 
     KvCache cache_full = dec.make_cache(1, seq_full.length());
     const auto attn_full = dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;
