@@ -96,8 +96,16 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
   std::printf("reduce       %8.2f ms\n", s.reduce_ms);
   for (size_t i = 0; i < r.reductions.size(); ++i) {
     const auto& red = r.reductions[i];
-    const auto sizes = summarize(red.cluster_sizes);
-    const auto bias = summarize(red.bias);
+    // Newline tokens (kept index -1) stand for no image token: leave them out of the summaries.
+    std::vector<int64_t> cluster_sizes;
+    std::vector<float> biases;
+    for (size_t k = 0; k < red.kept.size(); ++k) {
+      if (red.kept[k] < 0) continue;
+      cluster_sizes.push_back(red.cluster_sizes[k]);
+      biases.push_back(red.bias[k]);
+    }
+    const auto sizes = summarize(cluster_sizes);
+    const auto bias = summarize(biases);
     const auto newlines = std::count(red.kept.begin(), red.kept.end(), int64_t{-1});
     std::printf("  image %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
                 i, red.method.c_str(), static_cast<long long>(red.kept.size() - newlines),
