@@ -3,11 +3,16 @@
 // fixtures registered in tests/CMakeLists.txt) and running a command.
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "era/error.h"
 
 namespace era::test {
 
@@ -53,6 +58,17 @@ inline CommandResult run_command(const std::string& command) {
   r.err = read_file(err_path.string());
   std::filesystem::remove(err_path);
   return r;
+}
+
+// `f` must throw era::Error(kInvalidArgument) whose message contains `needle`.
+inline void expect_invalid_argument(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown; expected one mentioning " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace era::test

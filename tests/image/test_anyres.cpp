@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <fstream>
 #include <iostream>
 #include <functional>
@@ -45,15 +47,7 @@ const nlohmann::json& anyres_manifest() {
              << "/tests/python/make_anyres_refs.py --out " << anyres_dir();                       \
   } while (0)
 
-void expect_invalid(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected one mentioning " << needle;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+void expect_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
 
 TEST(AnyresTest, SelectBestResolutionTable) {
   struct Case {

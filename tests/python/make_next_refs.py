@@ -29,12 +29,10 @@ Writes into --out (float32, C order, numpy.save):
                      ids), "seq_len": L, "pinpoints"}
 """
 import argparse
-import json
 import os
 import sys
 import time
 
-import numpy as np
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,14 +45,7 @@ from era_tools.safetensors_io import WeightsFileError  # noqa: E402
 QUESTION = "What is shown in this image?"
 
 
-def save(out, name, arr):
-    np.save(os.path.join(out, name), np.ascontiguousarray(np.asarray(arr, dtype=np.float32)))
-
-
-def write_json(out, name, obj):
-    with open(os.path.join(out, name), "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
+from make_logit_refs import save, write_json  # noqa: E402  (same fixture conventions)
 
 
 def main(argv=None):

@@ -7,6 +7,8 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,15 +31,7 @@ std::vector<int64_t> iota(int64_t n) {
   return v;
 }
 
-void expect_error_mentions(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected one mentioning " << needle;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+void expect_error_mentions(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
 
 TEST(EraReducer, OutputsDescribeOneConsistentReduction) {
   const int64_t n = 144, d = 40, h = 16;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -115,15 +117,7 @@ ReducedTokens identity(int64_t n, int64_t d, torch::Dtype dtype, uint64_t seed) 
   return r;
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected one mentioning " << needle;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+void expect_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
 
 // Sizes (HxW) where unpad is awkward: int() and round() disagree, odd remainders, extreme aspect.
 const std::vector<std::pair<int64_t, int64_t>> kAwkward = {
