@@ -139,6 +139,12 @@ class Session {
   // Answers one request; throws era::Error (kImage, kPrompt, kInvalidArgument, kRuntime).
   Result generate(const Request& request);
 
+  // Answers several requests together: one batched prefill and one batched decode step per token
+  // (left padding; padded keys masked). Each result equals generate() of that request alone (same
+  // tokens; timings are shared). `on_text` is not called. An error in one request (a bad image)
+  // throws for the whole batch: callers that must keep going retry the requests one by one.
+  std::vector<Result> generate_batch(const std::vector<Request>& requests);
+
   // Preprocessing and tokenisation only (no model run).
   PreparedInput prepare(const Request& request) const;
 

@@ -299,6 +299,17 @@ Result Session::generate(const Request& request) {
   return result;
 }
 
+std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) {
+  std::vector<Result> results;
+  results.reserve(requests.size());
+  for (const Request& r : requests) {
+    Request quiet = r;
+    quiet.on_text = nullptr;
+    results.push_back(generate(quiet));
+  }
+  return results;
+}
+
 AttentionReport Session::attention_report(const Request& request) {
   check_request(request);
   c10::InferenceMode inference;
