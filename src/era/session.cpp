@@ -11,6 +11,7 @@
 #include "image/clip_preprocess.h"
 #include "report/attention_report.h"
 #include "runtime/anyres_packing.h"
+#include "runtime/batch_generator.h"
 #include "runtime/generator.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -172,6 +173,13 @@ ReducedImages reduce_images(const VisionOutput& vision, const PreparedInput& in,
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
+std::string strip(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\n\r\f\v");
+  const auto last = s.find_last_not_of(" \t\n\r\f\v");
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -283,9 +291,7 @@ Result Session::generate(const Request& request) {
 
     result.tokens = std::move(out.tokens);
     result.finish_reason = out.finish_reason;
-    const auto first = out.text.find_first_not_of(" \t\n\r\f\v");
-    const auto last = out.text.find_last_not_of(" \t\n\r\f\v");
-    result.text = first == std::string::npos ? "" : out.text.substr(first, last - first + 1);
+    result.text = strip(out.text);
     st.prefill_ms = out.prefill_ms;
     st.decode_step_ms = std::move(out.decode_ms);
     for (double ms : st.decode_step_ms) st.decode_ms += ms;
@@ -300,12 +306,77 @@ Result Session::generate(const Request& request) {
 }
 
 std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) {
-  std::vector<Result> results;
-  results.reserve(requests.size());
+  if (requests.empty()) return {};
+  const auto& m = impl_->bundle.manifest;
+  auto lar_of = [&](const Request& r) { return lar_settings({r.reduction.method, r.reduction.era}, m.text.num_layers); };
+  const LarSettings lar = lar_of(requests.front());
+  bool one_lar = true;
   for (const Request& r : requests) {
-    Request quiet = r;
-    quiet.on_text = nullptr;
-    results.push_back(generate(quiet));
+    const LarSettings other = lar_of(r);
+    one_lar = one_lar && other.layer_scale == lar.layer_scale && other.path == lar.path;
+  }
+  if (requests.size() == 1 || !one_lar) {  // one decoder call serves one LAR setting
+    std::vector<Result> results;
+    for (const Request& r : requests) {
+      Request quiet = r;
+      quiet.on_text = nullptr;
+      results.push_back(generate(quiet));
+    }
+    return results;
+  }
+
+  c10::InferenceMode inference;
+  const auto t_start = Clock::now();
+  std::vector<Result> results(requests.size());
+  std::vector<PromptSequence> sequences;
+  std::vector<GenerationLimits> limits;
+  std::vector<Sampler> samplers;
+  try {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& request = requests[i];
+      check_request(request);
+      auto& st = results[i].stats;
+      auto t0 = Clock::now();
+      const PreparedInput in = prepare(request);
+      st.preprocess_ms = ms_since(t0);
+      ReducedImages images;
+      if (in.pixel_values.size(0) > 0) {
+        t0 = Clock::now();
+        const VisionOutput vision = impl_->vision->encode(in.pixel_values);
+        st.vision_ms = ms_since(t0);
+        t0 = Clock::now();
+        images = reduce_images(vision, in, request.reduction, impl_->bundle);
+        st.reduce_ms = ms_since(t0);
+      }
+      sequences.push_back(build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images.tokens));
+      const auto& seq = sequences.back();
+      results[i].reductions = std::move(images.descriptions);
+      st.visual_tokens = seq.visual_tokens();
+      st.text_tokens = seq.text_tokens();
+      st.prompt_tokens = seq.length();
+      check_fits(st.text_tokens, st.visual_tokens, impl_->max_context());
+      limits.push_back({std::min<int64_t>(request.max_new_tokens, impl_->max_context() - seq.length()), request.stop_at_eos});
+      samplers.emplace_back(SamplingOptions{request.temperature, request.top_p, request.seed});
+    }
+    int64_t kv_used = 0, kv_allocated = 0;
+    BatchGenerator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id, lar);
+    auto outputs = generator.run(sequences, limits, samplers, &kv_used, &kv_allocated);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto& r = results[i];
+      auto& out = outputs[i];
+      r.tokens = std::move(out.tokens);
+      r.finish_reason = out.finish_reason;
+      r.text = strip(out.text);
+      r.stats.prefill_ms = out.prefill_ms;
+      r.stats.decode_step_ms = std::move(out.decode_ms);
+      for (double ms : r.stats.decode_step_ms) r.stats.decode_ms += ms;
+      r.stats.generated_tokens = static_cast<int64_t>(r.tokens.size());
+      r.stats.kv_cache_bytes = kv_used;
+      r.stats.kv_cache_allocated_bytes = kv_allocated;
+      r.stats.total_ms = ms_since(t_start);
+    }
+  } catch (const c10::Error& e) {
+    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
   }
   return results;
 }

@@ -118,3 +118,46 @@ TEST(Session, BfloatRunsOnCpu) {
 
 }  // namespace
 }  // namespace era
+
+namespace era {
+namespace {
+
+// Left-padded batches answer exactly what each request gets alone.
+TEST(SessionBatch, EqualsOneByOne) {
+  for (const std::string method : {"full", "era"}) {
+    std::vector<Request> batch;
+    const std::vector<std::string> prompts{"What is shown in this image?", "Describe the colours.", "Is there a house?",
+                                           "Count the trees in this picture, please, and explain how you counted."};
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      Request r = sample_request(6 + 2 * static_cast<int64_t>(i));  // different lengths too
+      r.prompt = prompts[i];
+      if (i == 1) r.images = {test::source_dir() + "/tests/data/sample.jpg"};
+      if (i == 2) r.images.clear();  // a text-only request in the batch
+      r.reduction.method = method;
+      r.reduction.tokens = 64;
+      batch.push_back(r);
+    }
+    const auto together = session().generate_batch(batch);
+    ASSERT_EQ(together.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const auto alone = session().generate(batch[i]);
+      EXPECT_EQ(together[i].tokens, alone.tokens) << method << " request " << i;
+      EXPECT_EQ(together[i].text, alone.text) << method << " request " << i;
+      EXPECT_EQ(together[i].stats.visual_tokens, alone.stats.visual_tokens);
+      EXPECT_EQ(together[i].finish_reason, alone.finish_reason);
+    }
+  }
+}
+
+TEST(SessionBatch, StopsEachRowAtItsOwnLimitAndSamplesWithItsOwnSeed) {
+  std::vector<Request> batch{sample_request(3), sample_request(9)};
+  batch[1].temperature = 1.0f;
+  batch[1].seed = 5;
+  const auto together = session().generate_batch(batch);
+  EXPECT_EQ(together[0].tokens.size(), 3u);
+  EXPECT_EQ(together[1].tokens.size(), 9u);
+  EXPECT_EQ(together[1].tokens, session().generate(batch[1]).tokens);
+}
+
+}  // namespace
+}  // namespace era
