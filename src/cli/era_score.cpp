@@ -1,0 +1,195 @@
+// era_score: scores an answer JSONL (as LLaVA's scripts / era_eval write it) against a benchmark's
+// ground truth with the official LLaVA protocol, prints a table and optionally stores the score in
+// a per-method results JSON; `era_score retention` compares such files ("Avg. (%)"). Only flag
+// parsing and wiring live here; the scorers are in src/eval/score/.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "era/error.h"
+#include "eval/score/answers.h"
+#include "eval/score/gqa.h"
+#include "eval/score/mmbench.h"
+#include "eval/score/mme.h"
+#include "eval/score/pope.h"
+#include "eval/score/report.h"
+#include "eval/score/retention.h"
+#include "eval/score/scienceqa.h"
+#include "eval/score/vqa_accuracy.h"
+
+namespace {
+
+using namespace era::score;
+
+struct Flags {
+  std::string benchmark, answers, annotations, questions, split = "test", json, name, method, upload, test_questions;
+  // retention
+  std::vector<std::string> results, benchmarks;
+  std::string reference, mme = "perception", retention_json;
+};
+
+[[noreturn]] void usage_error(const std::string& message) { throw era::Error(era::ErrorCode::kInvalidArgument, message); }
+
+void require(const std::string& value, const std::string& flag, const std::string& benchmark, const std::string& what) {
+  if (value.empty()) usage_error(benchmark + " needs " + flag + " (" + what + ")");
+}
+
+int run_benchmark(const Flags& f) {
+  if (f.benchmark.empty()) usage_error("--benchmark is required (vqav2, textvqa, gqa, pope, mme, sqa, mmbench), or use 'era_score retention'");
+  require(f.answers, "--answers", f.benchmark, "the answer JSONL");
+  const std::string& b = f.benchmark;
+  if (b == "vqav2") {
+    if (f.annotations.empty() && f.upload.empty())
+      usage_error("vqav2 needs --annotations (val annotations, to score) and/or --upload (the EvalAI test-dev file to write)");
+  } else if (b == "pope") {
+    require(f.annotations, "--annotations", b, "the folder with coco_pope_<split>.json");
+    require(f.questions, "--questions", b, "llava_pope_test.jsonl, for each question's split");
+  } else {
+    require(f.annotations, "--annotations", b, "the ground truth");
+  }
+  if (!f.upload.empty() && b != "vqav2") usage_error("--upload is only for vqav2");
+  if (!f.test_questions.empty() && f.upload.empty()) usage_error("--test-questions goes with --upload");
+
+  const AnswerFile answers = read_answers(f.answers);
+  if (answers.records.empty()) usage_error("answers " + f.answers + ": no answer records");
+
+  if (!f.upload.empty()) {
+    std::vector<std::string> all_ids;
+    if (!f.test_questions.empty()) all_ids = read_question_ids(f.test_questions);
+    write_vqav2_upload(f.upload, answers, f.test_questions.empty() ? nullptr : &all_ids);
+    std::cout << "wrote the VQAv2 upload " << f.upload << " ("
+              << (f.test_questions.empty() ? answers.answered() : all_ids.size()) << " questions)\n";
+    if (f.annotations.empty()) return 0;
+  }
+
+  ScoreReport report;
+  size_t scored = 0;
+  if (b == "vqav2") {
+    const auto r = score_vqav2(answers, read_vqav2_annotations(f.annotations));
+    scored = r.scored;
+    report = make_report(r, "vqav2");
+  } else if (b == "textvqa") {
+    const auto r = score_textvqa(answers, read_textvqa_annotations(f.annotations));
+    scored = r.scored;
+    report = make_report(r, "textvqa");
+  } else if (b == "gqa") {
+    const auto r = score_gqa(answers, read_gqa_questions(f.annotations));
+    scored = r.scored;
+    report = make_report(r);
+  } else if (b == "pope") {
+    const auto r = score_pope(answers, read_question_categories(f.questions), read_pope_labels(f.annotations));
+    for (const auto& s : r.splits) scored += s.metrics.n();
+    report = make_report(r);
+  } else if (b == "mme") {
+    MmeGroundTruth gt(f.annotations);
+    const auto r = score_mme(answers, gt);
+    for (const auto& s : r.subtasks) scored += s.questions;
+    report = make_report(r);
+  } else if (b == "sqa") {
+    const auto r = score_sqa(answers, read_sqa_problems(f.annotations, f.split));
+    scored = r.total;
+    report = make_report(r);
+  } else if (b == "mmbench" || b == "mmbench_cn") {
+    const auto r = score_mmbench(answers, read_mmbench_tsv(f.annotations));
+    scored = r.groups;
+    report = make_report(r);
+    if (b == "mmbench_cn") report.title = "MMBench-CN (circular)";
+  }
+  if (scored == 0)
+    usage_error("no answer in " + f.answers + " could be scored against " + f.annotations +
+                " (wrong annotation file, or every record is an error record?)");
+  std::cout << format_report(report, f.answers, answers.records.size());
+  if (!f.json.empty()) {
+    const std::string key = f.name.empty() ? b : f.name;
+    std::vector<std::pair<std::string, std::string>> sources = {{"answers", f.answers}, {"annotations", f.annotations}};
+    if (!f.questions.empty()) sources.emplace_back("questions", f.questions);
+    write_results(f.json, key, f.method, answers.model_id(), report, sources);
+    std::cout << "stored as benchmarks." << key << " in " << f.json << "\n";
+  }
+  return 0;
+}
+
+int run_retention(const Flags& f) {
+  if (f.reference.empty()) usage_error("retention needs --reference (the full model's results JSON)");
+  if (f.results.empty()) usage_error("retention needs --results (one results JSON per method)");
+  const MmeTotal mme = f.mme == "total" ? MmeTotal::kPerceptionCognition : MmeTotal::kPerception;
+  const MethodScores reference = read_results(f.reference, mme);
+  std::vector<MethodScores> methods;
+  for (const auto& path : f.results) methods.push_back(read_results(path, mme));
+  std::vector<std::string> benchmarks;
+  for (const auto& b : f.benchmarks)
+    if (!b.empty()) benchmarks.push_back(b);
+  const RetentionTable table = retention(reference, methods, benchmarks, mme);
+  std::cout << format_retention(table);
+  if (!f.retention_json.empty()) {
+    std::FILE* out = std::fopen(f.retention_json.c_str(), "wb");
+    if (!out) usage_error("--json " + f.retention_json + ": cannot write");
+    const std::string text = retention_json(table) + "\n";
+    const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+    if (std::fclose(out) != 0 || !ok) usage_error("--json " + f.retention_json + ": write failed");
+  }
+  return 0;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{
+      "era_score: score an answer JSONL against a benchmark's ground truth with LLaVA's official protocol.\n"
+      "  era_score --benchmark B --answers FILE --annotations PATH [--json results.json]\n"
+      "  era_score retention --reference full.json --results a.json b.json ...   (Avg. (%))"};
+  app.add_option("--benchmark", f.benchmark, "vqav2, textvqa, gqa, pope, mme, sqa, mmbench (or mmbench_cn)")
+      ->check(CLI::IsMember({"vqav2", "textvqa", "gqa", "pope", "mme", "sqa", "mmbench", "mmbench_cn"}));
+  app.add_option("--answers", f.answers, "answer JSONL (question_id, prompt, text, ...; error records are skipped)");
+  app.add_option("--annotations", f.annotations,
+                 "ground truth: vqav2 v2_mscoco_val2014_annotations.json | textvqa TextVQA_0.5.1_val.json | gqa "
+                 "testdev_balanced_questions.json | pope folder of coco_pope_<split>.json | mme "
+                 "MME_Benchmark_release_version/ | sqa problems.json | mmbench mmbench_dev_*.tsv");
+  app.add_option("--questions", f.questions, "pope: the question JSONL (llava_pope_test.jsonl) giving each question's split");
+  app.add_option("--split", f.split, "sqa: the problems.json split to score")->capture_default_str();
+  app.add_option("--json", f.json, "add this score to a per-method results JSON (created or updated)");
+  app.add_option("--name", f.name, "key of this score in the results JSON (default: the benchmark)");
+  app.add_option("--method", f.method, "method name stored in the results JSON (default: the answers' model_id)");
+  app.add_option("--upload", f.upload, "vqav2: write the EvalAI upload JSON here");
+  app.add_option("--test-questions", f.test_questions,
+                 "vqav2 --upload: the full test2015 question JSONL (unanswered questions get \"\")");
+
+  auto* ret = app.add_subcommand("retention", "compare methods with the full model: per-benchmark ratios and Avg. (%)");
+  ret->add_option("--reference", f.reference, "the full (unreduced) model's results JSON");
+  ret->add_option("--results", f.results, "one results JSON per method")->expected(1, -1);
+  ret->add_option("--benchmarks", f.benchmarks, "benchmark keys to average (default: all of the reference's)")
+      ->delimiter(',')
+      ->expected(1, -1);
+  ret->add_option("--mme", f.mme, "MME entry: perception (LLaVA's tables) or total (Perception + Cognition)")
+      ->check(CLI::IsMember({"perception", "total"}))
+      ->capture_default_str();
+  ret->add_option("--json", f.retention_json, "also write the table as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "era_score: error: %s\n", one_line(e.what()).c_str());
+    return 2;
+  }
+
+  try {
+    return ret->parsed() ? run_retention(f) : run_benchmark(f);
+  } catch (const era::Error& e) {
+    std::fprintf(stderr, "era_score: error: %s\n", one_line(e.what()).c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "era_score: internal error: %s\n", one_line(e.what()).c_str());
+    return 4;
+  }
+}

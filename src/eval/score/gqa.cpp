@@ -1,0 +1,89 @@
+#include "eval/score/gqa.h"
+
+#include <map>
+
+#include "era/error.h"
+#include "eval/score/json_read.h"
+#include "eval/score/text_util.h"
+
+namespace era::score {
+
+std::unordered_map<std::string, GqaQuestion> read_gqa_questions(const std::string& path) {
+  // depth 1: question ids; depth 2: their fields; depth 3: the members of "types".
+  const auto keep = [](int depth, const std::string& key) {
+    if (depth == 1) return true;
+    if (depth == 2) return key == "answer" || key == "isBalanced" || key == "types";
+    return depth == 3 && key == "structural";
+  };
+  const auto j = detail::read_json_file(path, "annotations", keep);
+  if (!j.is_object())
+    throw Error(ErrorCode::kInvalidArgument,
+                "annotations " + path + ": expected GQA's {question_id: {\"answer\": ...}} (testdev_balanced_questions.json)");
+  std::unordered_map<std::string, GqaQuestion> out;
+  for (const auto& [qid, q] : j.items()) {
+    if (!q.is_object() || !q.contains("answer") || !q["answer"].is_string())
+      throw Error(ErrorCode::kInvalidArgument, "annotations " + path + " question " + qid + ": no string \"answer\"");
+    GqaQuestion g;
+    g.answer = q["answer"].get<std::string>();
+    if (q.contains("isBalanced") && q["isBalanced"].is_boolean()) g.balanced = q["isBalanced"].get<bool>();
+    if (q.contains("types") && q["types"].is_object() && q["types"].contains("structural") &&
+        q["types"]["structural"].is_string())
+      g.structural = q["types"]["structural"].get<std::string>();
+    out.emplace(qid, std::move(g));
+  }
+  return out;
+}
+
+std::string gqa_prediction(const std::string& text) { return py_lower(py_rstrip(text, ".")); }
+
+GqaResult score_gqa(const AnswerFile& answers, const std::unordered_map<std::string, GqaQuestion>& questions) {
+  GqaResult r;
+  std::map<std::string, const Answer*> latest;
+  std::vector<std::string> order;
+  for (const auto& a : answers.records) {
+    if (a.is_error) {
+      ++r.error_records;
+      continue;
+    }
+    const auto q = questions.find(a.question_id);
+    if (q == questions.end()) {
+      ++r.unmatched;
+      continue;
+    }
+    auto [it, inserted] = latest.emplace(a.question_id, &a);
+    if (!inserted) {
+      ++r.duplicates;
+      it->second = &a;
+      continue;
+    }
+    order.push_back(a.question_id);
+  }
+  std::map<std::string, GqaResult::Group> groups;
+  for (const auto& qid : order) {
+    const GqaQuestion& q = questions.at(qid);
+    if (!q.balanced) {
+      ++r.unbalanced;
+      continue;
+    }
+    const bool correct = gqa_prediction(latest.at(qid)->text) == q.answer;
+    ++r.scored;
+    r.correct += correct;
+    if (!q.structural.empty()) {
+      auto& g = groups[q.structural];
+      g.name = q.structural;
+      ++g.questions;
+      g.correct += correct;
+    }
+  }
+  size_t balanced = 0;
+  for (const auto& [qid, q] : questions) balanced += q.balanced;
+  r.missing = balanced - r.scored;
+  r.accuracy = r.scored ? static_cast<double>(r.correct) / static_cast<double>(r.scored) * 100.0 : 0.0;
+  for (auto& [name, g] : groups) {
+    g.accuracy = static_cast<double>(g.correct) / static_cast<double>(g.questions) * 100.0;
+    r.by_structural.push_back(g);
+  }
+  return r;
+}
+
+}  // namespace era::score

@@ -1,0 +1,56 @@
+#pragma once
+// The pruning papers' "Avg. (%)" (spec §7): for each benchmark b, rel_b = score_method(b) /
+// score_full(b) on the same metric and scale; Avg = 100 * the unweighted mean of rel_b over the
+// benchmarks the method has (a benchmark a method lacks is shown as "-" and left out of its mean,
+// as the ERA paper does for AgilePrune's missing MM-Vet). MME enters as a ratio of totals
+// (Perception by default, or Perception + Cognition).
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace era::score {
+
+enum class MmeTotal { kPerception, kPerceptionCognition };
+
+struct MethodScores {
+  std::string name;                      // the results file's "method", else its file stem
+  std::map<std::string, double> scores;  // benchmark key -> headline score
+};
+
+// A results JSON as written (and merged) by `era_score --json`:
+//   {"method": "...", "benchmarks": {"<key>": {"score": x, "values": {...}, ...}, ...}}
+// A hand-written file may give a bare number per benchmark ("gqa": 61.9). For MME with
+// kPerceptionCognition the entry needs values.perception and values.cognition.
+MethodScores read_results(const std::string& path, MmeTotal mme = MmeTotal::kPerception);
+
+// 100 * mean(method[i] / full[i]). Sizes must match and be non-empty; full[i] must not be 0.
+double retention_average(const std::vector<double>& method, const std::vector<double>& full);
+
+struct RetentionRow {
+  std::string method;
+  std::vector<std::optional<double>> scores;    // per benchmark, nullopt = not in this method's file
+  std::vector<std::optional<double>> relative;  // score / reference, in %
+  std::optional<double> average;                // Avg. (%) over the benchmarks present
+  size_t used = 0;                              // how many benchmarks entered the average
+};
+
+struct RetentionTable {
+  std::vector<std::string> benchmarks;
+  std::string reference_name;
+  std::vector<double> reference;
+  std::vector<RetentionRow> rows;
+  MmeTotal mme = MmeTotal::kPerception;
+};
+
+// `benchmarks` empty: every benchmark of the reference, in the papers' column order (vqav2, gqa,
+// sqa, textvqa, pope, mme, mmbench, mmbench_cn, mmvet, then the rest by name). Every listed
+// benchmark must be in the reference, with a non-zero score.
+RetentionTable retention(const MethodScores& reference, const std::vector<MethodScores>& methods,
+                         const std::vector<std::string>& benchmarks = {}, MmeTotal mme = MmeTotal::kPerception);
+
+std::string format_retention(const RetentionTable& table);
+std::string retention_json(const RetentionTable& table);
+
+}  // namespace era::score
