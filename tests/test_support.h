@@ -23,6 +23,7 @@ inline std::string checkpoint_dir() { return testdata_dir() + "/tiny-llava-1.5";
 inline std::string next_bundle_dir() { return testdata_dir() + "/bundle-llava-next"; }
 inline std::string era_infer_path() { return ERA_INFER_PATH; }
 inline std::string era_reduce_path() { return ERA_REDUCE_PATH; }
+inline std::string era_eval_path() { return ERA_EVAL_PATH; }
 
 // A fresh, empty scratch folder under the build tree, unique per name.
 inline std::string scratch_dir(const std::string& name) {
