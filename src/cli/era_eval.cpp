@@ -1,0 +1,239 @@
+// era_eval: batch evaluation over a LLaVA question JSONL -> answers JSONL (LLaVA's format),
+// sharded, resumable and robust to bad items; `era_eval merge` joins the chunks. Only flag parsing
+// and printing live here; the run itself is the library's (eval/runner.h).
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "era/era.h"
+#include "eval/merge.h"
+#include "eval/progress.h"
+#include "eval/question_file.h"
+#include "eval/runner.h"
+
+namespace {
+
+struct Flags {
+  // model, generation and reduction: the same flags as era_infer
+  std::string model;
+  int64_t max_new_tokens = 128;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  std::string dtype;
+  int threads = 0;
+  int64_t max_image_pixels = 8192LL * 8192;
+  bool ignore_eos = false;
+  std::string method = "full";
+  int64_t tokens = 0;
+  float keep_ratio = 0.0f;
+  std::string era_config;
+  std::vector<std::string> era_set;
+  std::string scope = "crop";
+  // the run
+  std::string questions, image_folder, answers, model_id;
+  int64_t num_chunks = 1, chunk_idx = 0, batch_size = 1;
+  int64_t log_every = 100;
+  // merge
+  std::vector<std::string> merge_inputs;
+  std::string merge_output, merge_questions;
+  bool drop_errors = false;
+};
+
+constexpr int kExitOk = 0, kExitUsage = 2, kExitItemsFailed = 3, kExitInternal = 4;
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) {
+  g_signal.store(sig);
+  g_stop.store(true);
+}
+
+// SIGINT / SIGTERM (Slurm's notice before SIGKILL): finish the current batch, then stop. The
+// handler is one-shot, so a second signal ends the process at once; the file stays safe either way.
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+era::Request make_request(const Flags& f) {
+  era::Request req;
+  req.use_template = true;
+  req.max_new_tokens = f.max_new_tokens;
+  req.temperature = f.temperature;
+  req.top_p = f.top_p;
+  req.seed = f.seed;
+  req.stop_at_eos = !f.ignore_eos;
+  req.reduction.method = f.method;
+  req.reduction.tokens = f.tokens;
+  req.reduction.keep_ratio = f.keep_ratio;
+  req.reduction.scope = f.scope;
+  if (!f.era_config.empty()) req.reduction.era = era::load_era_options(f.era_config, req.reduction.era);
+  for (const auto& kv : f.era_set) era::set_era_option(req.reduction.era, kv);
+  return req;
+}
+
+int run(const Flags& f) {
+  era::eval::EvalConfig config;
+  config.questions = f.questions;
+  config.image_folder = f.image_folder;
+  config.answers = f.answers;
+  config.model_id = f.model_id;
+  config.num_chunks = f.num_chunks;
+  config.chunk_idx = f.chunk_idx;
+  config.batch_size = f.batch_size;
+  config.request = make_request(f);
+
+  era::eval::ProgressOptions po;
+  po.terminal = ::isatty(STDERR_FILENO) != 0;
+  po.log_every = f.log_every;
+  std::unique_ptr<era::eval::Progress> progress;
+  era::eval::EvalHooks hooks;
+  hooks.stop = &g_stop;
+  hooks.on_message = [&](const std::string& line) {
+    if (progress) {
+      progress->message(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  };
+  hooks.on_start = [&](int64_t todo) {
+    progress = std::make_unique<era::eval::Progress>(stderr, todo, po);
+    progress->update(0, 0);
+  };
+  hooks.on_progress = [&](int64_t done, int64_t, int64_t errors) {
+    if (progress) progress->update(done, errors);
+  };
+  const auto open_backend = [&]() {
+    era::SessionOptions so;
+    so.device = f.device;
+    so.dtype = f.dtype;
+    so.num_threads = f.threads;
+    so.max_image_pixels = f.max_image_pixels;
+    return era::eval::session_backend(era::Session::open(f.model, so));
+  };
+  install_signal_handlers();
+  const era::eval::EvalSummary s = era::eval::run_eval(config, open_backend, hooks);
+  if (progress) progress->finish();
+
+  std::fprintf(stderr, "era_eval: %s: %lld answered, %lld skipped (already answered), %lld errors; %lld questions in this chunk -> %s\n",
+               s.interrupted ? "interrupted" : "done", static_cast<long long>(s.answered), static_cast<long long>(s.skipped),
+               static_cast<long long>(s.errors), static_cast<long long>(s.questions), f.answers.c_str());
+  if (s.interrupted) {
+    std::fprintf(stderr, "era_eval: stopped by a signal; rerun the same command to continue\n");
+    return 128 + g_signal.load();
+  }
+  if (s.errors > 0) {
+    std::fprintf(stderr,
+                 "era_eval: %lld question(s) failed; their error records (with an \"error\" field) are in %s; "
+                 "fix the cause and rerun the same command to try them again\n",
+                 static_cast<long long>(s.errors), f.answers.c_str());
+    return kExitItemsFailed;
+  }
+  return kExitOk;
+}
+
+int merge(const Flags& f) {
+  era::eval::MergeOptions mo;
+  mo.drop_errors = f.drop_errors;
+  if (!f.merge_questions.empty()) {
+    mo.expected_questions = static_cast<int64_t>(era::eval::read_questions(f.merge_questions).size());
+  }
+  const auto s = era::eval::merge_answer_files(f.merge_inputs, f.merge_output, mo);
+  std::fprintf(stderr, "era_eval merge: %zu file(s) -> %s: %lld records (%lld answers, %lld error records%s)\n",
+               f.merge_inputs.size(), f.merge_output.c_str(), static_cast<long long>(s.records),
+               static_cast<long long>(s.answers), static_cast<long long>(s.errors), f.drop_errors ? " left out" : "");
+  if (s.errors > 0) {
+    std::fprintf(stderr, "era_eval merge: %lld question(s) have error records instead of answers; rerun their chunks to retry\n",
+                 static_cast<long long>(s.errors));
+    return kExitItemsFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"era_eval: answer a LLaVA question file (JSONL) with a model bundle, writing LLaVA-format answers; "
+               "sharded (--num-chunks/--chunk-idx), resumable (rerun the same command) and robust to bad items"};
+  app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
+  app.add_option("--questions,--question-file", f.questions, "question JSONL: question_id, image, text[, category] per line");
+  app.add_option("--image-folder", f.image_folder, "folder the questions' image paths are relative to");
+  app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists)");
+  app.add_option("--model-id", f.model_id, "model_id written in every answer (default: the bundle's model name)");
+  app.add_option("--num-chunks", f.num_chunks, "split the questions into this many chunks (LLaVA's split_list)")
+      ->capture_default_str();
+  app.add_option("--chunk-idx", f.chunk_idx, "which chunk this run answers (0-based)")->capture_default_str();
+  app.add_option("--batch-size", f.batch_size, "questions per Session::generate_batch call")->capture_default_str();
+  app.add_option("--log-every", f.log_every, "when stderr is not a terminal: a progress line every N items (and every 10 s)")
+      ->capture_default_str();
+  app.add_option("-n,--max-new-tokens", f.max_new_tokens,
+                 "maximum answer length in tokens (LLaVA: 128 for VQAv2/GQA/TextVQA/POPE/MME/SEED, 1024 for MM-Vet)")
+      ->capture_default_str();
+  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
+  app.add_option("--seed", f.seed, "sampling seed (question line i uses seed + i)")->capture_default_str();
+  app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
+  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
+  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
+  app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
+  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
+      ->capture_default_str();
+  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64)");
+  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
+  app.add_option("--budget-scope", f.scope, "LLaVA-NeXT: 'crop' (nominal --tokens, per crop before unpad) or 'image'")
+      ->capture_default_str();
+  app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
+  app.add_option("--era-set", f.era_set, "set one ERA option, key=value; repeatable");
+
+  CLI::App* merge_cmd = app.add_subcommand("merge", "join chunk answer files (in chunk order), checking that no question "
+                                                    "line is missing or answered twice");
+  merge_cmd->add_option("--inputs", f.merge_inputs, "chunk answer files, in chunk order")->required();
+  merge_cmd->add_option("-o,--output", f.merge_output, "merged answers file")->required();
+  merge_cmd->add_option("--questions,--question-file", f.merge_questions,
+                        "question file: also check that every one of its questions has a record");
+  merge_cmd->add_flag("--drop-errors", f.drop_errors, "leave error records out of the output");
+  app.require_subcommand(0, 1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;  // --help is fine; a bad flag is a usage error
+  }
+
+  spdlog::set_level(spdlog::level::warn);
+  const char* who = merge_cmd->parsed() ? "era_eval merge" : "era_eval";
+  try {
+    if (merge_cmd->parsed()) return merge(f);
+    std::string missing;
+    for (const auto& [value, flag] : {std::pair{&f.model, "-m/--model"}, std::pair{&f.questions, "--questions"},
+                                      std::pair{&f.image_folder, "--image-folder"}, std::pair{&f.answers, "--answers"}}) {
+      if (value->empty()) missing += std::string(missing.empty() ? "" : ", ") + flag;
+    }
+    if (!missing.empty()) {
+      std::fprintf(stderr, "era_eval: error: missing %s (see --help)\n", missing.c_str());
+      return kExitUsage;
+    }
+    return run(f);
+  } catch (const era::Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", who, e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    std::fprintf(stderr, "%s: internal error: %s\n", who, what.substr(0, what.find('\n')).c_str());
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,204 @@
+#include "eval/answer_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "era/error.h"
+
+namespace era::eval {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+[[noreturn]] void fail(ErrorCode code, const std::string& what) { throw Error(code, what + ": " + errno_text()); }
+
+// Makes a rename or a file creation in the folder durable; best effort (not every filesystem
+// lets a folder be fsync'ed).
+void sync_parent_dir(const std::string& path) {
+  auto dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Writes all of `data` at the descriptor's position; false with errno set on failure.
+bool write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::string read_all(int fd, int64_t size, const std::string& path) {
+  std::string content(static_cast<size_t>(size), '\0');
+  int64_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::pread(fd, content.data() + got, static_cast<size_t>(size - got), got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(ErrorCode::kInvalidArgument, "cannot read " + path);
+    }
+    if (r == 0) break;
+    got += r;
+  }
+  content.resize(static_cast<size_t>(got));
+  return content;
+}
+
+// Opens `path` (creating it) and takes the exclusive lock; makes sure the locked inode is the one
+// the path names (a concurrent replace() may have renamed a new file over it).
+int open_locked(const std::string& path, int extra_flags) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | extra_flags, 0644);
+    if (fd < 0) fail(ErrorCode::kInvalidArgument, "cannot open the answers file " + path);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) {
+        throw Error(ErrorCode::kInvalidArgument, "the answers file " + path + " is in use by another process (another era_eval run?)");
+      }
+      errno = err;
+      fail(ErrorCode::kInvalidArgument, "cannot lock the answers file " + path);
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      return fd;
+    }
+    ::close(fd);  // replaced while we were locking it: lock the new one
+  }
+  throw Error(ErrorCode::kInvalidArgument, "cannot lock the answers file " + path + " (it keeps being replaced)");
+}
+
+std::vector<std::string> split_lines(const std::string& content) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < content.size()) {
+    const size_t nl = content.find('\n', start);
+    if (nl == std::string::npos) break;
+    lines.push_back(content.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) {
+    out += l;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string temp_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
+}  // namespace
+
+AnswerFile::AnswerFile(const std::string& path) : path_(path) {
+  fd_ = open_locked(path, 0);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    ::close(fd_);
+    fail(ErrorCode::kInvalidArgument, "cannot stat " + path);
+  }
+  std::string content;
+  try {
+    content = read_all(fd_, st.st_size, path);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  const size_t last_nl = content.rfind('\n');
+  const int64_t keep = last_nl == std::string::npos ? 0 : static_cast<int64_t>(last_nl) + 1;
+  torn_bytes_ = static_cast<int64_t>(content.size()) - keep;
+  if (torn_bytes_ > 0) {
+    if (::ftruncate(fd_, keep) != 0 || ::fsync(fd_) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      errno = err;
+      fail(ErrorCode::kInvalidArgument, "cannot cut the incomplete last line of " + path);
+    }
+    content.resize(static_cast<size_t>(keep));
+  }
+  size_ = keep;
+  lines_ = split_lines(content);
+  sync_parent_dir(path);  // the file may have just been created
+}
+
+AnswerFile::~AnswerFile() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+void AnswerFile::append(const std::string& line) {
+  if (line.find('\n') != std::string::npos) {
+    throw Error(ErrorCode::kInvalidArgument, "internal: an answer record must be a single line");
+  }
+  const std::string buf = line + '\n';
+  if (!write_all(fd_, buf.data(), buf.size())) {
+    const int err = errno;
+    if (::ftruncate(fd_, size_) == 0) ::fdatasync(fd_);  // no half line left behind
+    errno = err;
+    fail(ErrorCode::kRuntime, "cannot write to " + path_);
+  }
+  if (::fdatasync(fd_) != 0) fail(ErrorCode::kRuntime, "cannot flush " + path_);
+  size_ += static_cast<int64_t>(buf.size());
+}
+
+void AnswerFile::replace(const std::vector<std::string>& lines) {
+  const std::string tmp = temp_path(path_);
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(ErrorCode::kRuntime, "cannot create " + tmp);
+  const std::string content = join_lines(lines);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !write_all(fd, content.data(), content.size()) || ::fsync(fd) != 0 ||
+      ::rename(tmp.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    errno = err;
+    fail(ErrorCode::kRuntime, "cannot rewrite " + path_);
+  }
+  sync_parent_dir(path_);
+  ::close(fd_);
+  fd_ = fd;
+  size_ = static_cast<int64_t>(content.size());
+  lines_ = lines;
+}
+
+void write_lines_atomically(const std::string& path, const std::vector<std::string>& lines) {
+  const std::string tmp = temp_path(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(ErrorCode::kRuntime, "cannot create " + tmp);
+  const std::string content = join_lines(lines);
+  if (!write_all(fd, content.data(), content.size()) || ::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    errno = err;
+    fail(ErrorCode::kRuntime, "cannot write " + tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    fail(ErrorCode::kRuntime, "cannot rename " + tmp + " to " + path);
+  }
+  sync_parent_dir(path);
+}
+
+}  // namespace era::eval

@@ -1,0 +1,362 @@
+// era_eval end to end on the tiny bundle: LLaVA-format answers with metadata, a run killed with
+// SIGKILL and resumed, bad items as error records, sharding + merge, batching, ERA budgets.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "test_support.h"
+
+namespace era {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// A scratch folder with images/ (the two samples, a corrupt PNG and a truncated JPEG).
+struct Workspace {
+  std::string dir, images;
+  explicit Workspace(const std::string& name) : dir(test::scratch_dir(name)), images(dir + "/images") {
+    fs::create_directories(images);
+    fs::copy_file(test::source_dir() + "/tests/data/sample.png", images + "/sample.png");
+    fs::copy_file(test::source_dir() + "/tests/data/sample.jpg", images + "/sample.jpg");
+    write_text(images + "/corrupt.png", "\x89PNG\r\n\x1a\n this is not really a PNG");
+    const std::string jpg = test::read_file(images + "/sample.jpg");
+    write_text(images + "/truncated.jpg", jpg.substr(0, jpg.size() / 3));
+  }
+  // n good questions over both images; question_id repeats (as in MME/TextVQA) to show that
+  // lines, not ids, are the key.
+  std::string questions(const std::string& name, int n) const {
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      text += json{{"question_id", "q" + std::to_string(i / 2)},
+                   {"image", i % 2 ? "sample.jpg" : "sample.png"},
+                   {"text", "Question " + std::to_string(i) + ": what is shown?\nAnswer the question using a single word or phrase."},
+                   {"category", "default"}}
+                  .dump() +
+              "\n";
+    }
+    write_text(dir + "/" + name, text);
+    return dir + "/" + name;
+  }
+  std::string eval(const std::string& questions, const std::string& answers, const std::string& args = "") const {
+    return test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + questions + " --image-folder " + images +
+           " --answers " + answers + " " + args;
+  }
+};
+
+std::vector<json> records_of(const std::string& path) {
+  std::vector<json> out;
+  for (const auto& l : lines_of(path)) out.push_back(json::parse(l));
+  return out;
+}
+int64_t line_of(const json& r) { return r.contains("error") ? r["line"].get<int64_t>() : r["metadata"]["line"].get<int64_t>(); }
+
+// Every question line 0..n-1 has exactly one record, in order, and the file ends with a newline.
+void expect_complete(const std::string& path, int n) {
+  const std::string content = test::read_file(path);
+  ASSERT_FALSE(content.empty());
+  EXPECT_EQ(content.back(), '\n');
+  const auto recs = records_of(path);  // throws (fails the test) on a torn line
+  ASSERT_EQ(recs.size(), static_cast<size_t>(n)) << content;
+  for (int i = 0; i < n; ++i) EXPECT_EQ(line_of(recs[static_cast<size_t>(i)]), i);
+}
+
+std::map<int64_t, std::string> texts_by_line(const std::string& path) {
+  std::map<int64_t, std::string> out;
+  for (const auto& r : records_of(path)) out[line_of(r)] = r.contains("text") ? r["text"].get<std::string>() : "<error>";
+  return out;
+}
+
+TEST(EraEval, AnswersInLlavaFormat) {
+  Workspace ws("era_eval_e2e");
+  const auto q = ws.questions("q.jsonl", 6);
+  const auto out = ws.dir + "/answers/llava-tiny.jsonl";
+  const auto r = test::run_command(ws.eval(q, out, "-n 8 --model-id llava-tiny"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("6 answered, 0 skipped (already answered), 0 errors"), std::string::npos) << r.err;
+  expect_complete(out, 6);
+  const auto questions = lines_of(q);
+  std::set<std::string> ids;
+  const auto recs = records_of(out);
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const auto& a = recs[i];
+    const auto qj = json::parse(questions[i]);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : a.items()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, (std::vector<std::string>{"answer_id", "metadata", "model_id", "prompt", "question_id", "text"}));
+    EXPECT_EQ(a["question_id"], qj["question_id"]);
+    EXPECT_EQ(a["prompt"], qj["text"]);  // verbatim, without "<image>\n"
+    EXPECT_TRUE(a["text"].is_string());
+    EXPECT_EQ(a["model_id"], "llava-tiny");
+    ids.insert(a["answer_id"].get<std::string>());
+    const auto& m = a["metadata"];
+    EXPECT_EQ(m["method"], "full");
+    EXPECT_EQ(m["tokens"], 0);
+    EXPECT_EQ(m["visual_tokens"], 576);
+    EXPECT_EQ(m["line"], i);
+    for (const char* t : {"vision_ms", "reduce_ms", "prefill_ms", "decode_ms"}) {
+      ASSERT_TRUE(m["timings"].contains(t)) << t;
+      EXPECT_GE(m["timings"][t].get<double>(), 0.0) << t;
+    }
+    EXPECT_LE(m["generated_tokens"].get<int64_t>(), 8);
+  }
+  EXPECT_EQ(ids.size(), 6u);
+
+  // The answers are what era_infer gives for the same question (same template, greedy).
+  const auto infer = test::run_command(test::era_infer_path() + " -m " + test::bundle_dir() + " --image " + ws.images +
+                                       "/sample.jpg -p '" + json::parse(questions[1])["text"].get<std::string>() +
+                                       "' -n 8 --json");
+  ASSERT_EQ(infer.exit_code, 0) << infer.err;
+  EXPECT_EQ(json::parse(infer.out)["answer"], recs[1]["text"]);
+
+  // Rerun: nothing to do.
+  const auto again = test::run_command(ws.eval(q, out, "-n 8 --model-id llava-tiny"));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("0 answered, 6 skipped"), std::string::npos) << again.err;
+  expect_complete(out, 6);
+}
+
+// SIGKILL part-way, rerun: every question answered exactly once, no torn line, earlier answers kept.
+TEST(EraEval, KilledRunResumesWithoutLossOrDuplicates) {
+  Workspace ws("era_eval_kill");
+  const int n = 12;
+  const auto q = ws.questions("q.jsonl", n);
+  const auto out = ws.dir + "/answers.jsonl";
+  const std::vector<std::string> args = {test::era_eval_path(), "-m", test::bundle_dir(), "--questions", q, "--image-folder",
+                                         ws.images, "--answers", out, "-n", "16", "--ignore-eos"};
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  size_t seen = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string content = test::read_file(out);
+    seen = static_cast<size_t>(std::count(content.begin(), content.end(), '\n'));
+    if (seen >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "era_eval finished before it could be killed; make the run longer";
+  ASSERT_GE(seen, 3u);
+  const auto before = lines_of(out);
+  ASSERT_LT(before.size(), static_cast<size_t>(n)) << "killed too late to test resuming";
+
+  const std::string cmd = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " +
+                          ws.images + " --answers " + out + " -n 16 --ignore-eos";
+  const auto r = test::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_complete(out, n);
+  const auto after = lines_of(out);
+  // Complete lines written before the kill are kept byte for byte (a torn one is redone).
+  for (size_t i = 0; i + 1 < before.size(); ++i) EXPECT_EQ(after[i], before[i]);
+  const auto skipped = std::to_string(before.size() - 1);
+  EXPECT_TRUE(r.err.find(std::to_string(before.size()) + " skipped") != std::string::npos ||
+              r.err.find(skipped + " skipped") != std::string::npos)
+      << r.err;
+  // Same answers as an uninterrupted run.
+  const auto ref = ws.dir + "/ref.jsonl";
+  ASSERT_EQ(test::run_command(cmd.substr(0, cmd.find(" --answers ")) + " --answers " + ref + " -n 16 --ignore-eos").exit_code, 0);
+  EXPECT_EQ(texts_by_line(out), texts_by_line(ref));
+}
+
+// The kill landing inside a write: an incomplete last line is cut and its question redone.
+TEST(EraEval, TornLastLineIsRepaired) {
+  Workspace ws("era_eval_torn");
+  const auto q = ws.questions("q.jsonl", 4);
+  const auto out = ws.dir + "/answers.jsonl";
+  ASSERT_EQ(test::run_command(ws.eval(q, out, "-n 4")).exit_code, 0);
+  auto lines = lines_of(out);
+  const std::string last = lines.back();
+  lines.pop_back();
+  std::string torn;
+  for (const auto& l : lines) torn += l + "\n";
+  torn += last.substr(0, last.size() / 2);
+  write_text(out, torn);
+  const auto r = test::run_command(ws.eval(q, out, "-n 4"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("removed an incomplete last line"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 answered, 3 skipped"), std::string::npos) << r.err;
+  expect_complete(out, 4);
+  EXPECT_EQ(json::parse(lines_of(out)[3])["text"], json::parse(last)["text"]);
+}
+
+TEST(EraEval, BadItemsBecomeErrorRecords) {
+  Workspace ws("era_eval_bad");
+  const std::string q = ws.dir + "/q.jsonl";
+  write_text(q,
+             "{\"question_id\": 0, \"image\": \"sample.png\", \"text\": \"Good one?\"}\n"
+             "{\"question_id\": 1, \"image\": \"sample.png\", \"text\": \"broken\"\n"           // malformed JSON
+             "{\"question_id\": 2, \"image\": \"missing.png\", \"text\": \"Where is it?\"}\n"   // missing image
+             "{\"question_id\": 3, \"image\": \"corrupt.png\", \"text\": \"Corrupt?\"}\n"       // corrupt image
+             "{\"question_id\": 4, \"image\": \"sample.jpg\", \"text\": \"Good two?\"}\n");
+  const auto out = ws.dir + "/answers.jsonl";
+  const auto r = test::run_command(ws.eval(q, out, "-n 4"));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("2 answered, 0 skipped (already answered), 3 errors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error records"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("missing.png"), std::string::npos) << r.err;  // each failure is reported as it happens
+  expect_complete(out, 5);
+  const auto recs = records_of(out);
+  EXPECT_TRUE(recs[0].contains("text"));
+  EXPECT_TRUE(recs[4].contains("text"));
+  for (const int i : {1, 2, 3}) {
+    const auto& e = recs[static_cast<size_t>(i)];
+    ASSERT_TRUE(e.contains("error")) << e;
+    EXPECT_FALSE(e.contains("text")) << e;
+    EXPECT_EQ(e["line"], i);
+    EXPECT_EQ(e["metadata"]["error"], e["error"]);
+  }
+  EXPECT_TRUE(recs[1]["question_id"].is_null());
+  EXPECT_NE(recs[1]["error"].get<std::string>().find("malformed"), std::string::npos) << recs[1];
+  EXPECT_EQ(recs[2]["question_id"], 2);
+  EXPECT_NE(recs[2]["error"].get<std::string>().find("missing.png"), std::string::npos) << recs[2];
+  EXPECT_NE(recs[3]["error"].get<std::string>().find("corrupt.png"), std::string::npos) << recs[3];
+
+  // Rerun: answers kept, the three failures tried again (and fail again), still one record each.
+  const auto again = test::run_command(ws.eval(q, out, "-n 4"));
+  EXPECT_EQ(again.exit_code, 3) << again.err;
+  EXPECT_NE(again.err.find("0 answered, 2 skipped (already answered), 3 errors"), std::string::npos) << again.err;
+  expect_complete(out, 5);
+
+  // The missing image appears: its question is answered and put in its place.
+  fs::copy_file(ws.images + "/sample.png", ws.images + "/missing.png");
+  const auto fixed = test::run_command(ws.eval(q, out, "-n 4"));
+  EXPECT_EQ(fixed.exit_code, 3) << fixed.err;
+  EXPECT_NE(fixed.err.find("1 answered, 2 skipped (already answered), 2 errors"), std::string::npos) << fixed.err;
+  expect_complete(out, 5);
+  EXPECT_TRUE(records_of(out)[2].contains("text"));
+}
+
+TEST(EraEval, TwoChunksMergedEqualOneRun) {
+  Workspace ws("era_eval_chunks");
+  const auto q = ws.questions("q.jsonl", 7);
+  const auto single = ws.dir + "/single.jsonl";
+  ASSERT_EQ(test::run_command(ws.eval(q, single, "-n 6")).exit_code, 0);
+  for (int k = 0; k < 2; ++k) {
+    const auto r = test::run_command(ws.eval(q, ws.dir + "/chunk" + std::to_string(k) + ".jsonl",
+                                             "-n 6 --num-chunks 2 --chunk-idx " + std::to_string(k)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(lines_of(ws.dir + "/chunk0.jsonl").size(), 4u);  // ceil(7 / 2)
+  EXPECT_EQ(lines_of(ws.dir + "/chunk1.jsonl").size(), 3u);
+  const auto merged = ws.dir + "/merged.jsonl";
+  const auto m = test::run_command(test::era_eval_path() + " merge --inputs " + ws.dir + "/chunk0.jsonl " + ws.dir +
+                                   "/chunk1.jsonl --output " + merged + " --questions " + q);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  expect_complete(merged, 7);
+  EXPECT_EQ(texts_by_line(merged), texts_by_line(single));
+  const auto recs = records_of(merged), ref = records_of(single);
+  for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(recs[i]["question_id"], ref[i]["question_id"]);
+
+  // A missing chunk, and a chunk file given to the wrong chunk, are refused with a clear error.
+  const auto missing = test::run_command(test::era_eval_path() + " merge --inputs " + ws.dir + "/chunk0.jsonl --output " +
+                                         ws.dir + "/bad.jsonl --questions " + q);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("3 of 7 question line(s) have no record: 4, 5, 6"), std::string::npos) << missing.err;
+  const auto dup = test::run_command(test::era_eval_path() + " merge --inputs " + ws.dir + "/chunk0.jsonl " + single +
+                                     " --output " + ws.dir + "/bad.jsonl");
+  EXPECT_EQ(dup.exit_code, 2);
+  EXPECT_NE(dup.err.find("answered twice"), std::string::npos) << dup.err;
+  const auto wrong = test::run_command(ws.eval(q, ws.dir + "/chunk0.jsonl", "-n 6 --num-chunks 2 --chunk-idx 1"));
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("not in this run's chunk 1 of 2"), std::string::npos) << wrong.err;
+}
+
+TEST(EraEval, BatchedEqualsOneByOne) {
+  Workspace ws("era_eval_batch");
+  // Six good questions and a missing image inside the first batch: the batch falls back to one
+  // request at a time and only that question fails.
+  std::string text = test::read_file(ws.questions("good.jsonl", 6));
+  text.insert(text.find('\n', text.find('\n') + 1) + 1,
+              "{\"question_id\": \"gone\", \"image\": \"gone.png\", \"text\": \"Is it there?\"}\n");
+  const std::string q = ws.dir + "/q.jsonl";
+  write_text(q, text);
+  const auto one = ws.dir + "/b1.jsonl", four = ws.dir + "/b4.jsonl";
+  const auto r1 = test::run_command(ws.eval(q, one, "-n 10 --ignore-eos"));
+  const auto r4 = test::run_command(ws.eval(q, four, "-n 10 --ignore-eos --batch-size 4"));
+  EXPECT_EQ(r1.exit_code, 3) << r1.err;
+  EXPECT_EQ(r4.exit_code, 3) << r4.err;
+  expect_complete(one, 7);
+  expect_complete(four, 7);
+  EXPECT_EQ(texts_by_line(four), texts_by_line(one));
+  const auto recs = records_of(four);
+  EXPECT_TRUE(recs[2].contains("error"));
+  EXPECT_EQ(recs[0]["metadata"]["batch_size"], 1);  // first batch redone one by one
+  EXPECT_EQ(recs[4]["metadata"]["batch_size"], 3);  // second batch: lines 4..6
+}
+
+TEST(EraEval, EraBudgetInMetadata) {
+  Workspace ws("era_eval_era");
+  const auto q = ws.questions("q.jsonl", 2);
+  const auto out = ws.dir + "/era.jsonl";
+  const auto r = test::run_command(ws.eval(q, out, "-n 4 --method era --tokens 64"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& a : records_of(out)) {
+    EXPECT_EQ(a["metadata"]["method"], "era");
+    EXPECT_EQ(a["metadata"]["tokens"], 64);
+    EXPECT_EQ(a["metadata"]["visual_tokens"], 64);
+  }
+  // The same file cannot be resumed with other settings.
+  const auto other = test::run_command(ws.eval(q, out, "-n 4 --method full"));
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("was made with --method \"era\" --tokens 64"), std::string::npos) << other.err;
+}
+
+TEST(EraEval, UsageErrorsExitWithTwo) {
+  Workspace ws("era_eval_usage");
+  const auto q = ws.questions("q.jsonl", 1);
+  const auto missing = test::run_command(test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("missing --image-folder, --answers"), std::string::npos) << missing.err;
+  const auto bad_flag = test::run_command(ws.eval(q, ws.dir + "/a.jsonl", "--no-such-flag"));
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  const auto bundle = test::run_command(test::era_eval_path() + " -m " + ws.dir + "/nowhere --questions " + q +
+                                        " --image-folder " + ws.images + " --answers " + ws.dir + "/a.jsonl");
+  EXPECT_EQ(bundle.exit_code, 2);
+  EXPECT_NE(bundle.err.find("era_eval: error: model bundle not found"), std::string::npos) << bundle.err;
+  const auto method = test::run_command(ws.eval(q, ws.dir + "/b.jsonl", "--method nope"));
+  EXPECT_EQ(method.exit_code, 2);
+  EXPECT_FALSE(fs::exists(ws.dir + "/b.jsonl"));  // refused before anything was written
+  const auto questions = test::run_command(ws.eval(ws.dir + "/none.jsonl", ws.dir + "/c.jsonl"));
+  EXPECT_EQ(questions.exit_code, 2);
+  EXPECT_NE(questions.err.find("none.jsonl"), std::string::npos) << questions.err;
+}
+
+}  // namespace
+}  // namespace era
