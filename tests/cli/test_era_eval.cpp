@@ -360,3 +360,46 @@ TEST(EraEval, UsageErrorsExitWithTwo) {
 
 }  // namespace
 }  // namespace era
+
+namespace era {
+namespace {
+
+// The whole loop a researcher runs: era_eval on a small POPE-shaped question set (two splits),
+// then era_score on its answers file, for the full model and ERA, then the retention table.
+TEST(EraEvalThenScore, PopeAnswersScoreAndRetention) {
+  Workspace ws("eval_then_score");
+  std::string questions, labels_random, labels_popular;
+  for (int i = 0; i < 6; ++i) {
+    const std::string split = i < 3 ? "random" : "popular";
+    questions += json{{"question_id", i},
+                      {"image", i % 2 ? "sample.jpg" : "sample.png"},
+                      {"text", "Is there a house in the image?\nAnswer the question using a single word or phrase."},
+                      {"category", split}}
+                     .dump() +
+                 "\n";
+    (i < 3 ? labels_random : labels_popular) += json{{"question_id", i}, {"label", i % 2 ? "yes" : "no"}}.dump() + "\n";
+  }
+  write_text(ws.dir + "/q.jsonl", questions);
+  fs::create_directories(ws.dir + "/pope");
+  write_text(ws.dir + "/pope/coco_pope_random.json", labels_random);
+  write_text(ws.dir + "/pope/coco_pope_popular.json", labels_popular);
+
+  for (const std::string method : {"full", "era"}) {
+    const auto answers = ws.dir + "/" + method + ".jsonl";
+    const auto run = test::run_command(ws.eval(ws.dir + "/q.jsonl", answers, "-n 4 --method " + method + " --tokens 64"));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto score = test::run_command(test::era_score_path() + " --benchmark pope --answers " + answers +
+                                         " --annotations " + ws.dir + "/pope --questions " + ws.dir + "/q.jsonl --json " +
+                                         ws.dir + "/" + method + "_results.json --method " + method);
+    ASSERT_EQ(score.exit_code, 0) << score.err;
+    const auto results = json::parse(test::read_file(ws.dir + "/" + method + "_results.json"));
+    ASSERT_TRUE(results["benchmarks"].contains("pope")) << results.dump();
+  }
+  const auto table = test::run_command(test::era_score_path() + " retention --reference " + ws.dir + "/full_results.json" +
+                                       " --results " + ws.dir + "/era_results.json");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Avg"), std::string::npos) << table.out;
+}
+
+}  // namespace
+}  // namespace era
