@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/common_flags.h"
 #include "era/era.h"
 #include "eval/merge.h"
 #include "eval/progress.h"
@@ -21,22 +22,8 @@ namespace {
 
 struct Flags {
   // model, generation and reduction: the same flags as era_infer
-  std::string model;
-  int64_t max_new_tokens = 128;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  uint64_t seed = 0;
-  std::string device = "cpu";
-  std::string dtype;
-  int threads = 0;
-  int64_t max_image_pixels = 8192LL * 8192;
-  bool ignore_eos = false;
-  std::string method = "full";
-  int64_t tokens = 0;
-  float keep_ratio = 0.0f;
-  std::string era_config;
-  std::vector<std::string> era_set;
-  std::string scope = "crop";
+  era::cli::ModelFlags model;
+  era::cli::GenerationFlags gen;
   // the run
   std::string questions, image_folder, answers, model_id;
   int64_t num_chunks = 1, chunk_idx = 0, batch_size = 1;
@@ -69,19 +56,8 @@ void install_signal_handlers() {
 }
 
 era::Request make_request(const Flags& f) {
-  era::Request req;
+  era::Request req = era::cli::base_request(f.gen);
   req.use_template = true;
-  req.max_new_tokens = f.max_new_tokens;
-  req.temperature = f.temperature;
-  req.top_p = f.top_p;
-  req.seed = f.seed;
-  req.stop_at_eos = !f.ignore_eos;
-  req.reduction.method = f.method;
-  req.reduction.tokens = f.tokens;
-  req.reduction.keep_ratio = f.keep_ratio;
-  req.reduction.scope = f.scope;
-  if (!f.era_config.empty()) req.reduction.era = era::load_era_options(f.era_config, req.reduction.era);
-  for (const auto& kv : f.era_set) era::set_era_option(req.reduction.era, kv);
   return req;
 }
 
@@ -117,12 +93,7 @@ int run(const Flags& f) {
     if (progress) progress->update(done, errors);
   };
   const auto open_backend = [&]() {
-    era::SessionOptions so;
-    so.device = f.device;
-    so.dtype = f.dtype;
-    so.num_threads = f.threads;
-    so.max_image_pixels = f.max_image_pixels;
-    return era::eval::session_backend(era::Session::open(f.model, so));
+    return era::eval::session_backend(era::Session::open(f.model.model, era::cli::session_options(f.model)));
   };
   install_signal_handlers();
   const era::eval::EvalSummary s = era::eval::run_eval(config, open_backend, hooks);
@@ -169,7 +140,7 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"era_eval: answer a LLaVA question file (JSONL) with a model bundle, writing LLaVA-format answers; "
                "sharded (--num-chunks/--chunk-idx), resumable (rerun the same command) and robust to bad items"};
-  app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
+  era::cli::add_model_flags(app, f.model);
   app.add_option("--questions,--question-file", f.questions, "question JSONL: question_id, image, text[, category] per line");
   app.add_option("--image-folder", f.image_folder, "folder the questions' image paths are relative to");
   app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists)");
@@ -180,25 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", f.batch_size, "questions per Session::generate_batch call")->capture_default_str();
   app.add_option("--log-every", f.log_every, "when stderr is not a terminal: a progress line every N items (and every 10 s)")
       ->capture_default_str();
-  app.add_option("-n,--max-new-tokens", f.max_new_tokens,
-                 "maximum answer length in tokens (LLaVA: 128 for VQAv2/GQA/TextVQA/POPE/MME/SEED, 1024 for MM-Vet)")
-      ->capture_default_str();
-  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
-  app.add_option("--seed", f.seed, "sampling seed (question line i uses seed + i)")->capture_default_str();
-  app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
-  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
-  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
-  app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
-  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
-      ->capture_default_str();
-  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64)");
-  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
-  app.add_option("--budget-scope", f.scope, "LLaVA-NeXT: 'crop' (nominal --tokens, per crop before unpad) or 'image'")
-      ->capture_default_str();
-  app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
-  app.add_option("--era-set", f.era_set, "set one ERA option, key=value; repeatable");
+  era::cli::add_generation_flags(app, f.gen);  // sampling: question line i uses --seed + i
 
   CLI::App* merge_cmd = app.add_subcommand("merge", "join chunk answer files (in chunk order), checking that no question "
                                                     "line is missing or answered twice");
@@ -219,7 +172,7 @@ int main(int argc, char** argv) {
   try {
     if (merge_cmd->parsed()) return merge(f);
     std::string missing;
-    for (const auto& [value, flag] : {std::pair{&f.model, "-m/--model"}, std::pair{&f.questions, "--questions"},
+    for (const auto& [value, flag] : {std::pair{&f.model.model, "-m/--model"}, std::pair{&f.questions, "--questions"},
                                       std::pair{&f.image_folder, "--image-folder"}, std::pair{&f.answers, "--answers"}}) {
       if (value->empty()) missing += std::string(missing.empty() ? "" : ", ") + flag;
     }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/common_flags.h"
 #include "era/era.h"
 #include "reduce/method.h"
 #include "report/reduction_viz.h"
@@ -18,26 +19,13 @@
 namespace {
 
 struct Flags {
-  std::string model;
+  era::cli::ModelFlags model;
+  era::cli::GenerationFlags gen;
   std::vector<std::string> images;
   std::string prompt;
-  int64_t max_new_tokens = 128;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  uint64_t seed = 0;
-  std::string device = "cpu";
-  std::string dtype;
-  int threads = 0;
-  int64_t max_image_pixels = 8192LL * 8192;
-  bool stats = false, json = false, no_template = false, ignore_eos = false;
+  bool stats = false, json = false, no_template = false;
   std::string dump_preprocessed, dump_tokens;
-  std::string method = "full";
-  int64_t tokens = 0;
-  float keep_ratio = 0.0f;
-  std::string era_config;
-  std::vector<std::string> era_set;
   std::string save_viz, attn_report;
-  std::string scope = "crop";
 };
 
 double median(std::vector<double> v) {
@@ -175,28 +163,11 @@ void write_attention_report(const std::string& path, const era::AttentionReport&
 }
 
 int run(const Flags& f) {
-  era::SessionOptions so;
-  so.device = f.device;
-  so.dtype = f.dtype;
-  so.num_threads = f.threads;
-  so.max_image_pixels = f.max_image_pixels;
-  era::Session session = era::Session::open(f.model, so);
-
-  era::Request req;
+  era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
+  era::Request req = era::cli::base_request(f.gen);
   req.prompt = f.prompt;
   req.images = f.images;
   req.use_template = !f.no_template;
-  req.max_new_tokens = f.max_new_tokens;
-  req.temperature = f.temperature;
-  req.top_p = f.top_p;
-  req.seed = f.seed;
-  req.stop_at_eos = !f.ignore_eos;
-  req.reduction.method = f.method;
-  req.reduction.tokens = f.tokens;
-  req.reduction.keep_ratio = f.keep_ratio;
-  req.reduction.scope = f.scope;
-  if (!f.era_config.empty()) req.reduction.era = era::load_era_options(f.era_config, req.reduction.era);
-  for (const auto& kv : f.era_set) era::set_era_option(req.reduction.era, kv);
 
   if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
   era::PreparedInput in;
@@ -221,7 +192,7 @@ int run(const Flags& f) {
                         {"finish_reason", r.finish_reason},
                         {"model", {{"name", info.name}, {"arch", info.arch}, {"dtype", info.dtype}, {"device", info.device}}},
                         {"stats", stats_json(r.stats)}};
-    if (f.method != "full") {
+    if (f.gen.method != "full") {
       j["era_options"] = nlohmann::json::parse(
           era::era_options_json(era::effective_era_options({req.reduction.method, req.reduction.era})));
     }
@@ -240,34 +211,17 @@ int run(const Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"era_infer: answer a question about images with a LLaVA model bundle (ERA visual-token reduction)"};
-  app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)")->required();
+  era::cli::add_model_flags(app, f.model);
+  app.get_option("--model")->required();
   app.add_option("-i,--image", f.images, "image file; repeat for several images");
   app.add_option("-p,--prompt", f.prompt, "question; <image> marks where images go (default: before the question)")->required();
-  app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens")->capture_default_str();
-  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
-  app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
-  app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
-  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
-  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
-  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
-      ->capture_default_str();
-  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64)");
-  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
-  app.add_option("--budget-scope", f.scope,
-                 "LLaVA-NeXT: 'crop' = --tokens is nominal (160 = 32 per crop x 5), selected per crop before unpad; "
-                 "'image' = one selection of --tokens over all crops")
-      ->capture_default_str();
-  app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
-  app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
+  era::cli::add_generation_flags(app, f.gen);
+  app.add_flag("--no-template", f.no_template, "send the prompt as is, without the conversation template");
   app.add_option("--save-viz", f.save_viz, "write a PNG of the patch grid, kept anchors and clusters");
   app.add_option("--attn-report", f.attn_report,
                  "write per-layer attention shares, logit deviation and group-KL against the unreduced run (.json)");
   app.add_flag("--stats", f.stats, "print timings, token counts and KV-cache size");
   app.add_flag("--json", f.json, "print one JSON object (answer, tokens, stats) instead of streaming");
-  app.add_flag("--no-template", f.no_template, "send the prompt as is, without the conversation template");
-  app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
   app.add_option("--dump-preprocessed", f.dump_preprocessed, "write the float32 pixel tensor fed to the vision tower (.npy)");
   app.add_option("--dump-tokens", f.dump_tokens, "write the prompt token ids, image placeholders marked (.json)");
   CLI11_PARSE(app, argc, argv);

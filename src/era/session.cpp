@@ -180,6 +180,31 @@ std::string strip(const std::string& s) {
   return first == std::string::npos ? "" : s.substr(first, last - first + 1);
 }
 
+// Everything before the decoder for one request: preprocess, vision, reduce, splice. Fills the
+// result's stats and reductions; throws kPrompt if the sequence leaves no room to answer.
+PromptSequence stage_request(Session::Impl& impl, const Session& session, const Request& request, Result& result) {
+  auto& st = result.stats;
+  auto t0 = Clock::now();
+  const PreparedInput in = session.prepare(request);
+  st.preprocess_ms = ms_since(t0);
+  ReducedImages images;
+  if (in.pixel_values.size(0) > 0) {
+    t0 = Clock::now();
+    const VisionOutput vision = impl.vision->encode(in.pixel_values);
+    st.vision_ms = ms_since(t0);
+    t0 = Clock::now();
+    images = reduce_images(vision, in, request.reduction, impl.bundle);
+    st.reduce_ms = ms_since(t0);
+  }
+  PromptSequence seq = build_sequence(*impl.decoder, in.token_ids, in.image_token_id, images.tokens);
+  result.reductions = std::move(images.descriptions);
+  st.visual_tokens = seq.visual_tokens();
+  st.text_tokens = seq.text_tokens();
+  st.prompt_tokens = seq.length();
+  check_fits(st.text_tokens, st.visual_tokens, impl.max_context());
+  return seq;
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -256,28 +281,9 @@ Result Session::generate(const Request& request) {
   auto& st = result.stats;
   const auto t_start = Clock::now();
 
-  auto t0 = Clock::now();
-  const PreparedInput in = prepare(request);
-  st.preprocess_ms = ms_since(t0);
-
   const auto& m = impl_->bundle.manifest;
   try {
-    ReducedImages images;
-    if (in.pixel_values.size(0) > 0) {
-      t0 = Clock::now();
-      const VisionOutput vision = impl_->vision->encode(in.pixel_values);
-      st.vision_ms = ms_since(t0);
-      t0 = Clock::now();
-      images = reduce_images(vision, in, request.reduction, impl_->bundle);
-      st.reduce_ms = ms_since(t0);
-    }
-    const PromptSequence seq = build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images.tokens);
-    result.reductions = std::move(images.descriptions);
-    st.visual_tokens = seq.visual_tokens();
-    st.text_tokens = seq.text_tokens();
-    st.prompt_tokens = seq.length();
-    check_fits(st.text_tokens, st.visual_tokens, impl_->max_context());
-
+    const PromptSequence seq = stage_request(*impl_, *this, request, result);
     const int64_t room = impl_->max_context() - seq.length();
     GenerationLimits limits;
     limits.max_new_tokens = std::min<int64_t>(request.max_new_tokens, room);
@@ -335,26 +341,8 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& request = requests[i];
       check_request(request);
-      auto& st = results[i].stats;
-      auto t0 = Clock::now();
-      const PreparedInput in = prepare(request);
-      st.preprocess_ms = ms_since(t0);
-      ReducedImages images;
-      if (in.pixel_values.size(0) > 0) {
-        t0 = Clock::now();
-        const VisionOutput vision = impl_->vision->encode(in.pixel_values);
-        st.vision_ms = ms_since(t0);
-        t0 = Clock::now();
-        images = reduce_images(vision, in, request.reduction, impl_->bundle);
-        st.reduce_ms = ms_since(t0);
-      }
-      sequences.push_back(build_sequence(*impl_->decoder, in.token_ids, in.image_token_id, images.tokens));
+      sequences.push_back(stage_request(*impl_, *this, request, results[i]));
       const auto& seq = sequences.back();
-      results[i].reductions = std::move(images.descriptions);
-      st.visual_tokens = seq.visual_tokens();
-      st.text_tokens = seq.text_tokens();
-      st.prompt_tokens = seq.length();
-      check_fits(st.text_tokens, st.visual_tokens, impl_->max_context());
       limits.push_back({std::min<int64_t>(request.max_new_tokens, impl_->max_context() - seq.length()), request.stop_at_eos});
       samplers.emplace_back(SamplingOptions{request.temperature, request.top_p, request.seed});
     }

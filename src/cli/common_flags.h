@@ -1,0 +1,87 @@
+#pragma once
+// The flags era_infer and era_eval share (model, generation, reduction), and how they become the
+// library's SessionOptions and Request. Header-only: the command-line tools are thin.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "era/era.h"
+
+namespace era::cli {
+
+struct ModelFlags {
+  std::string model;
+  std::string device = "cpu";
+  std::string dtype;
+  int threads = 0;
+  int64_t max_image_pixels = 8192LL * 8192;
+};
+
+struct GenerationFlags {
+  int64_t max_new_tokens = 128;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool ignore_eos = false;
+  std::string method = "full";
+  int64_t tokens = 0;
+  float keep_ratio = 0.0f;
+  std::string scope = "crop";
+  std::string era_config;
+  std::vector<std::string> era_set;
+};
+
+inline void add_model_flags(CLI::App& app, ModelFlags& f) {
+  app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
+  app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
+  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
+  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
+}
+
+inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
+  app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens")->capture_default_str();
+  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
+  app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
+  app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
+  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
+      ->capture_default_str();
+  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)");
+  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
+  app.add_option("--budget-scope", f.scope,
+                 "LLaVA-NeXT: 'crop' = --tokens is nominal (160 = 32 per crop x 5), selected per crop before unpad; "
+                 "'image' = one selection of --tokens over all crops")
+      ->capture_default_str();
+  app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
+  app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
+}
+
+inline SessionOptions session_options(const ModelFlags& f) {
+  SessionOptions so;
+  so.device = f.device;
+  so.dtype = f.dtype;
+  so.num_threads = f.threads;
+  so.max_image_pixels = f.max_image_pixels;
+  return so;
+}
+
+// A request with everything but the prompt and images; reads --era-config (throws era::Error).
+inline Request base_request(const GenerationFlags& f) {
+  Request req;
+  req.max_new_tokens = f.max_new_tokens;
+  req.temperature = f.temperature;
+  req.top_p = f.top_p;
+  req.seed = f.seed;
+  req.stop_at_eos = !f.ignore_eos;
+  req.reduction.method = f.method;
+  req.reduction.tokens = f.tokens;
+  req.reduction.keep_ratio = f.keep_ratio;
+  req.reduction.scope = f.scope;
+  if (!f.era_config.empty()) req.reduction.era = load_era_options(f.era_config, req.reduction.era);
+  for (const auto& kv : f.era_set) set_era_option(req.reduction.era, kv);
+  return req;
+}
+
+}  // namespace era::cli
