@@ -24,17 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+void write_text(const std::string& path, const std::string& text) { test::write_file(path, text); }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
+std::vector<std::string> lines_of(const std::string& path) { return test::read_lines(path); }
 
 // A scratch folder with images/ (the two samples, a corrupt PNG and a truncated JPEG).
 struct Workspace {

@@ -21,17 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+void write_text(const std::string& path, const std::string& text) { test::write_file(path, text); }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
+std::vector<std::string> lines_of(const std::string& path) { return test::read_lines(path); }
 
 // ---- sharding ----------------------------------------------------------------------------------
 

@@ -119,4 +119,26 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what, 
 }
 
 }  // namespace detail
+LatestAnswers latest_answers(const AnswerFile& answers, const std::function<bool(const Answer&)>& known) {
+  LatestAnswers out;
+  for (const auto& a : answers.records) {
+    if (a.is_error) {
+      ++out.error_records;
+      continue;
+    }
+    if (!known(a)) {
+      ++out.unmatched;
+      continue;
+    }
+    auto [it, inserted] = out.by_id.emplace(a.question_id, &a);
+    if (inserted) {
+      out.order.push_back(a.question_id);
+    } else {
+      ++out.duplicates;
+      it->second = &a;
+    }
+  }
+  return out;
+}
+
 }  // namespace era::score

@@ -9,6 +9,8 @@
 //
 // Blank lines are ignored. Anything else that is not such an object is an error naming the line.
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,16 @@ struct AnswerFile {
 AnswerFile read_answers(const std::string& path);
 // The same from text (`name` stands for the file in messages).
 AnswerFile parse_answers(const std::string& text, const std::string& name);
+
+// The last answer of every question, as the official scripts' dicts keep it. Error records and
+// answers that `known` rejects (no ground truth) are counted, not kept; a repeated question_id
+// counts as a duplicate and replaces the earlier answer. `order` is first-seen order.
+struct LatestAnswers {
+  std::vector<std::string> order;
+  std::map<std::string, const Answer*> by_id;
+  size_t error_records = 0, unmatched = 0, duplicates = 0;
+};
+LatestAnswers latest_answers(const AnswerFile& answers, const std::function<bool(const Answer&)>& known);
 
 // Reads a whole file; throws era::Error(kInvalidArgument) naming `what` and the path if it is
 // missing or unreadable.

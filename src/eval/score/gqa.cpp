@@ -38,34 +38,18 @@ std::string gqa_prediction(const std::string& text) { return py_lower(py_rstrip(
 
 GqaResult score_gqa(const AnswerFile& answers, const std::unordered_map<std::string, GqaQuestion>& questions) {
   GqaResult r;
-  std::map<std::string, const Answer*> latest;
-  std::vector<std::string> order;
-  for (const auto& a : answers.records) {
-    if (a.is_error) {
-      ++r.error_records;
-      continue;
-    }
-    const auto q = questions.find(a.question_id);
-    if (q == questions.end()) {
-      ++r.unmatched;
-      continue;
-    }
-    auto [it, inserted] = latest.emplace(a.question_id, &a);
-    if (!inserted) {
-      ++r.duplicates;
-      it->second = &a;
-      continue;
-    }
-    order.push_back(a.question_id);
-  }
+  const LatestAnswers latest = latest_answers(answers, [&](const Answer& a) { return questions.count(a.question_id) > 0; });
+  r.error_records = latest.error_records;
+  r.unmatched = latest.unmatched;
+  r.duplicates = latest.duplicates;
   std::map<std::string, GqaResult::Group> groups;
-  for (const auto& qid : order) {
+  for (const auto& qid : latest.order) {
     const GqaQuestion& q = questions.at(qid);
     if (!q.balanced) {
       ++r.unbalanced;
       continue;
     }
-    const bool correct = gqa_prediction(latest.at(qid)->text) == q.answer;
+    const bool correct = gqa_prediction(latest.by_id.at(qid)->text) == q.answer;
     ++r.scored;
     r.correct += correct;
     if (!q.structural.empty()) {

@@ -70,30 +70,19 @@ std::unordered_map<std::string, SqaProblem> read_sqa_problems(const std::string&
 
 SqaResult score_sqa(const AnswerFile& answers, const std::unordered_map<std::string, SqaProblem>& problems) {
   SqaResult r;
-  std::map<std::string, const Answer*> latest;
-  std::vector<std::string> order;
-  for (const auto& a : answers.records) {
-    if (a.is_error) {
-      ++r.error_records;
-      continue;
-    }
-    if (!problems.count(a.question_id)) {
-      ++r.unmatched;
-      continue;
-    }
+  const LatestAnswers latest = latest_answers(answers, [&](const Answer& a) {
+    if (!problems.count(a.question_id)) return false;
     if (!a.has_prompt)
       throw Error(ErrorCode::kInvalidArgument, "answers " + answers.path + " line " + std::to_string(a.line) +
                                                    ": ScienceQA needs the prompt (\"<image>\" in it marks the IMG subset)");
-    auto [it, inserted] = latest.emplace(a.question_id, &a);
-    if (inserted) order.push_back(a.question_id);
-    else {
-      ++r.duplicates;
-      it->second = &a;
-    }
-  }
-  for (const auto& pid : order) {
+    return true;
+  });
+  r.error_records = latest.error_records;
+  r.unmatched = latest.unmatched;
+  r.duplicates = latest.duplicates;
+  for (const auto& pid : latest.order) {
     const SqaProblem& prob = problems.at(pid);
-    const Answer& a = *latest.at(pid);
+    const Answer& a = *latest.by_id.at(pid);
     const SqaParse p = sqa_parse(a.text, prob.num_choices);
     const bool correct = p.index == prob.answer;
     const bool img = contains(a.prompt, "<image>");
@@ -105,7 +94,7 @@ SqaResult score_sqa(const AnswerFile& answers, const std::unordered_map<std::str
       r.img_correct += correct;
     }
   }
-  r.missing = problems.size() - latest.size();
+  r.missing = problems.size() - latest.by_id.size();
   const auto pct = [](size_t c, size_t n) { return n ? static_cast<double>(c) / static_cast<double>(n) * 100.0 : 0.0; };
   r.accuracy = pct(r.correct, r.total);
   r.img_accuracy = pct(r.img_correct, r.img_total);

@@ -169,35 +169,20 @@ double vqav2_accuracy(const std::string& prediction, const std::vector<std::stri
 
 VqaResult score_vqav2(const AnswerFile& answers, const std::unordered_map<std::string, VqaV2Annotation>& annotations) {
   VqaResult r;
-  std::map<std::string, const Answer*> latest;  // question -> its last answer
-  std::vector<std::string> order;
-  for (const auto& ans : answers.records) {
-    if (ans.is_error) {
-      ++r.error_records;
-      continue;
-    }
-    if (!annotations.count(ans.question_id)) {
-      ++r.unmatched;
-      continue;
-    }
-    auto [it, inserted] = latest.emplace(ans.question_id, &ans);
-    if (inserted) {
-      order.push_back(ans.question_id);
-    } else {
-      ++r.duplicates;
-      it->second = &ans;
-    }
-  }
+  const LatestAnswers latest = latest_answers(answers, [&](const Answer& a) { return annotations.count(a.question_id) > 0; });
+  r.error_records = latest.error_records;
+  r.unmatched = latest.unmatched;
+  r.duplicates = latest.duplicates;
   std::map<std::string, std::vector<double>> by_type;
-  for (const auto& qid : order) {
+  for (const auto& qid : latest.order) {
     const auto& gt = annotations.at(qid);
-    const double acc = vqav2_accuracy(latest.at(qid)->text, gt.answers);
+    const double acc = vqav2_accuracy(latest.by_id.at(qid)->text, gt.answers);
     r.per_question.push_back(acc);
     if (!gt.answer_type.empty()) by_type[gt.answer_type].push_back(acc);
   }
   r.scored = r.per_question.size();
   r.accuracy = mean_percent(r.per_question);
-  r.missing = annotations.size() - latest.size();
+  r.missing = annotations.size() - latest.by_id.size();
   for (const auto& [name, accs] : by_type) r.by_type.push_back({name, accs.size(), mean_percent(accs)});
   return r;
 }
