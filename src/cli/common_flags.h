@@ -30,6 +30,7 @@ struct GenerationFlags {
   std::string scope = "crop";
   std::string era_config;
   std::vector<std::string> era_set;
+  std::vector<std::string> method_set;
 };
 
 inline void add_model_flags(CLI::App& app, ModelFlags& f) {
@@ -56,6 +57,8 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
       ->capture_default_str();
   app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
+  app.add_option("--method-set", f.method_set,
+                 "set one competing-method option, key=value (e.g. fastv_layer=3, random_seed=7); repeatable");
 }
 
 inline SessionOptions session_options(const ModelFlags& f) {
@@ -81,6 +84,7 @@ inline Request base_request(const GenerationFlags& f) {
   req.reduction.scope = f.scope;
   if (!f.era_config.empty()) req.reduction.era = load_era_options(f.era_config, req.reduction.era);
   for (const auto& kv : f.era_set) set_era_option(req.reduction.era, kv);
+  for (const auto& kv : f.method_set) set_baseline_option(req.reduction.baselines, kv);
   return req;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "era/error.h"
+#include "reduce/baseline_options.h"
 #include "reduce/era_options.h"
 
 namespace era {
@@ -41,6 +42,7 @@ struct ReductionRequest {
   int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
   float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
   EraOptions era;           // ERA hyper-parameters and switches (defaults: configs/era.json)
+  BaselineOptions baselines;  // parameters of the competing methods (reduce/baseline_options.h)
   // LLaVA-NeXT only. `tokens` is the nominal budget per image as the paper counts it (160 =
   // 32 per crop x 5 crops, the most a pinpoint grid gives). "crop": each crop (base and every
   // tile) keeps tokens / 5, selected before unpad (default); "image": one selection over all

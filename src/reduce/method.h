@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "reduce/baseline_options.h"
 #include "reduce/era_options.h"
 #include "reduce/reducer.h"
 
@@ -11,6 +12,7 @@ namespace era {
 struct ReductionOptions {
   std::string method = "full";
   EraOptions era;  // used by "era" and its variants
+  BaselineOptions baselines;  // used by the competing methods
 };
 
 // The reducer for `options.method`; throws era::Error(kInvalidArgument) for an unknown method,
