@@ -1,6 +1,8 @@
 // era_eval: batch evaluation over a LLaVA question JSONL -> answers JSONL (LLaVA's format),
-// sharded, resumable and robust to bad items; `era_eval merge` joins the chunks. Only flag parsing
-// and printing live here; the run itself is the library's (eval/runner.h).
+// sharded, resumable and robust to bad items; several methods and budgets side by side with one
+// model load (--methods a,b --tokens 64,128 --answers-dir DIR); `era_eval merge` joins the chunks.
+// Only flag parsing and printing live here; the runs themselves are the library's (eval/runner.h,
+// eval/run_plan.h).
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@
 #include "eval/merge.h"
 #include "eval/progress.h"
 #include "eval/question_file.h"
+#include "eval/run_plan.h"
 #include "eval/runner.h"
 
 namespace {
@@ -23,9 +26,11 @@ namespace {
 struct Flags {
   // model, generation and reduction: the same flags as era_infer
   era::cli::ModelFlags model;
-  era::cli::GenerationFlags gen;
-  // the run
-  std::string questions, image_folder, answers, model_id;
+  era::cli::GenerationFlags gen;  // its single --method / --tokens are replaced by the lists below
+  std::vector<std::string> methods{era::eval::kFullMethod};
+  std::vector<int64_t> budgets;
+  // the runs
+  std::string questions, image_folder, answers, answers_dir, model_id;
   int64_t num_chunks = 1, chunk_idx = 0, batch_size = 1;
   int64_t log_every = 100;
   // merge
@@ -55,22 +60,63 @@ void install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-era::Request make_request(const Flags& f) {
-  era::Request req = era::cli::base_request(f.gen);
-  req.use_template = true;
-  return req;
+// One --answers file: exactly the flags as given (a single method and budget, even "full" with
+// --tokens). --answers-dir: every method at every budget (eval/run_plan.h).
+std::vector<era::eval::PlannedRun> plan(const Flags& f) {
+  if (!f.answers.empty() && !f.answers_dir.empty()) {
+    throw era::Error(era::ErrorCode::kInvalidArgument, "give --answers (one run) or --answers-dir (one file per run), not both");
+  }
+  std::vector<era::eval::PlannedRun> runs = era::eval::plan_runs(f.methods, f.budgets, f.answers_dir);
+  if (f.answers.empty()) return runs;
+  if (f.methods.size() != 1 || f.budgets.size() > 1) {
+    throw era::Error(era::ErrorCode::kInvalidArgument, std::to_string(runs.size()) +
+                                                           " runs (several --methods or --tokens) need --answers-dir "
+                                                           "(one answers file per run) instead of --answers");
+  }
+  runs[0].tokens = f.budgets.empty() ? 0 : f.budgets[0];
+  runs[0].answers = f.answers;
+  return runs;
 }
 
-int run(const Flags& f) {
+era::eval::EvalConfig make_config(const Flags& f, const era::eval::PlannedRun& run) {
   era::eval::EvalConfig config;
   config.questions = f.questions;
   config.image_folder = f.image_folder;
-  config.answers = f.answers;
+  config.answers = run.answers;
   config.model_id = f.model_id;
   config.num_chunks = f.num_chunks;
   config.chunk_idx = f.chunk_idx;
   config.batch_size = f.batch_size;
-  config.request = make_request(f);
+  config.request = era::cli::base_request(f.gen);
+  config.request.use_template = true;
+  config.request.reduction.method = run.method;
+  config.request.reduction.tokens = run.tokens;
+  return config;
+}
+
+void print_summary(const era::eval::PlannedRun& run, bool several, const era::eval::EvalSummary& s) {
+  std::string visual = "no answers";
+  if (s.visual_token_answers > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", s.visual_tokens_mean);
+    visual = buf;
+  }
+  std::fprintf(stderr,
+               "era_eval: %s%s%s: %lld answered, %lld skipped (already answered), %lld errors; %lld questions in this "
+               "chunk; mean visual tokens %s -> %s\n",
+               several ? run.label().c_str() : "", several ? ": " : "", s.interrupted ? "interrupted" : "done",
+               static_cast<long long>(s.answered), static_cast<long long>(s.skipped), static_cast<long long>(s.errors),
+               static_cast<long long>(s.questions), visual.c_str(), run.answers.c_str());
+}
+
+int run(const Flags& f) {
+  const std::vector<era::eval::PlannedRun> runs = plan(f);
+  std::vector<era::eval::EvalConfig> configs;
+  for (const auto& r : runs) {
+    configs.push_back(make_config(f, r));
+    era::eval::validate_request_settings(configs.back().request);  // every run's, before any work
+  }
+  const bool several = runs.size() > 1;
 
   era::eval::ProgressOptions po;
   po.terminal = ::isatty(STDERR_FILENO) != 0;
@@ -92,28 +138,31 @@ int run(const Flags& f) {
   hooks.on_progress = [&](int64_t done, int64_t, int64_t errors) {
     if (progress) progress->update(done, errors);
   };
-  const auto open_backend = [&]() {
+  const auto open_backend = era::eval::shared_backend([&]() {
+    std::fprintf(stderr, "era_eval: loading the model %s\n", f.model.model.c_str());
     return era::eval::session_backend(era::Session::open(f.model.model, era::cli::session_options(f.model)));
-  };
+  });
   install_signal_handlers();
-  const era::eval::EvalSummary s = era::eval::run_eval(config, open_backend, hooks);
-  if (progress) progress->finish();
-
-  std::fprintf(stderr, "era_eval: %s: %lld answered, %lld skipped (already answered), %lld errors; %lld questions in this chunk -> %s\n",
-               s.interrupted ? "interrupted" : "done", static_cast<long long>(s.answered), static_cast<long long>(s.skipped),
-               static_cast<long long>(s.errors), static_cast<long long>(s.questions), f.answers.c_str());
-  if (s.interrupted) {
-    std::fprintf(stderr, "era_eval: stopped by a signal; rerun the same command to continue\n");
-    return 128 + g_signal.load();
+  bool items_failed = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (several) std::fprintf(stderr, "era_eval: run %zu of %zu: %s\n", i + 1, runs.size(), runs[i].label().c_str());
+    const era::eval::EvalSummary s = era::eval::run_eval(configs[i], open_backend, hooks);
+    if (progress) progress->finish();
+    progress.reset();
+    print_summary(runs[i], several, s);
+    if (s.interrupted) {
+      std::fprintf(stderr, "era_eval: stopped by a signal; rerun the same command to continue\n");
+      return 128 + g_signal.load();
+    }
+    if (s.errors > 0) {
+      std::fprintf(stderr,
+                   "era_eval: %lld question(s) failed; their error records (with an \"error\" field) are in %s; "
+                   "fix the cause and rerun the same command to try them again\n",
+                   static_cast<long long>(s.errors), runs[i].answers.c_str());
+      items_failed = true;
+    }
   }
-  if (s.errors > 0) {
-    std::fprintf(stderr,
-                 "era_eval: %lld question(s) failed; their error records (with an \"error\" field) are in %s; "
-                 "fix the cause and rerun the same command to try them again\n",
-                 static_cast<long long>(s.errors), f.answers.c_str());
-    return kExitItemsFailed;
-  }
-  return kExitOk;
+  return items_failed ? kExitItemsFailed : kExitOk;
 }
 
 int merge(const Flags& f) {
@@ -143,7 +192,10 @@ int main(int argc, char** argv) {
   era::cli::add_model_flags(app, f.model);
   app.add_option("--questions,--question-file", f.questions, "question JSONL: question_id, image, text[, category] per line");
   app.add_option("--image-folder", f.image_folder, "folder the questions' image paths are relative to");
-  app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists)");
+  app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists); one run only");
+  app.add_option("--answers-dir", f.answers_dir,
+                 "folder for one answers JSONL per (method, budget) run: <method>_<tokens>.jsonl, full.jsonl "
+                 "(':' and other unsafe characters written as '-'); each resumed if it exists");
   app.add_option("--model-id", f.model_id, "model_id written in every answer (default: the bundle's model name)");
   app.add_option("--num-chunks", f.num_chunks, "split the questions into this many chunks (LLaVA's split_list)")
       ->capture_default_str();
@@ -152,6 +204,18 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", f.log_every, "when stderr is not a terminal: a progress line every N items (and every 10 s)")
       ->capture_default_str();
   era::cli::add_generation_flags(app, f.gen);  // sampling: question line i uses --seed + i
+  // era_eval takes lists where era_infer takes one method and one budget.
+  app.remove_option(app.get_option("--method"));
+  app.remove_option(app.get_option("--tokens"));
+  app.add_option("--method,--methods", f.methods,
+                 "visual-token reduction(s), comma-separated: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr, "
+                 "... ('full' ignores --tokens and runs once)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--tokens", f.budgets,
+                 "visual tokens to keep per image, comma-separated budgets (e.g. 64,128; LLaVA-NeXT: nominal, 160 = 32 "
+                 "per crop); every method runs at every budget")
+      ->delimiter(',');
 
   CLI::App* merge_cmd = app.add_subcommand("merge", "join chunk answer files (in chunk order), checking that no question "
                                                     "line is missing or answered twice");
@@ -173,9 +237,10 @@ int main(int argc, char** argv) {
     if (merge_cmd->parsed()) return merge(f);
     std::string missing;
     for (const auto& [value, flag] : {std::pair{&f.model.model, "-m/--model"}, std::pair{&f.questions, "--questions"},
-                                      std::pair{&f.image_folder, "--image-folder"}, std::pair{&f.answers, "--answers"}}) {
+                                      std::pair{&f.image_folder, "--image-folder"}}) {
       if (value->empty()) missing += std::string(missing.empty() ? "" : ", ") + flag;
     }
+    if (f.answers.empty() && f.answers_dir.empty()) missing += std::string(missing.empty() ? "" : ", ") + "--answers or --answers-dir";
     if (!missing.empty()) {
       std::fprintf(stderr, "era_eval: error: missing %s (see --help)\n", missing.c_str());
       return kExitUsage;

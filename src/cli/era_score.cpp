@@ -1,7 +1,8 @@
 // era_score: scores an answer JSONL (as LLaVA's scripts / era_eval write it) against a benchmark's
 // ground truth with the official LLaVA protocol, prints a table and optionally stores the score in
-// a per-method results JSON; `era_score retention` compares such files ("Avg. (%)"). Only flag
-// parsing and wiring live here; the scorers are in src/eval/score/.
+// a per-method results JSON; `era_score retention` compares such files ("Avg. (%)") and
+// `era_score compare` makes the papers' side-by-side table of many runs. Only flag parsing and
+// wiring live here; the scorers are in src/eval/score/.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "era/error.h"
 #include "eval/score/answers.h"
+#include "eval/score/comparison.h"
 #include "eval/score/gqa.h"
 #include "eval/score/mmbench.h"
 #include "eval/score/mme.h"
@@ -55,6 +57,7 @@ int run_benchmark(const Flags& f) {
 
   const AnswerFile answers = read_answers(f.answers);
   if (answers.records.empty()) usage_error("answers " + f.answers + ": no answer records");
+  const RunInfo run = answers.run_info();
 
   if (!f.upload.empty()) {
     std::vector<std::string> all_ids;
@@ -106,31 +109,56 @@ int run_benchmark(const Flags& f) {
     const std::string key = f.name.empty() ? b : f.name;
     std::vector<std::pair<std::string, std::string>> sources = {{"answers", f.answers}, {"annotations", f.annotations}};
     if (!f.questions.empty()) sources.emplace_back("questions", f.questions);
-    write_results(f.json, key, f.method, answers.model_id(), report, sources);
+    write_results(f.json, key, f.method, answers.model_id(), report, sources, run);
     std::cout << "stored as benchmarks." << key << " in " << f.json << "\n";
   }
+  return 0;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) usage_error("--json " + path + ": cannot write");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (std::fclose(out) != 0 || !ok) usage_error("--json " + path + ": write failed");
+}
+
+MmeTotal mme_total(const Flags& f) { return f.mme == "total" ? MmeTotal::kPerceptionCognition : MmeTotal::kPerception; }
+
+std::vector<std::string> listed_benchmarks(const Flags& f) {
+  std::vector<std::string> benchmarks;
+  for (const auto& b : f.benchmarks)
+    if (!b.empty()) benchmarks.push_back(b);
+  return benchmarks;
+}
+
+int run_compare(const Flags& f) {
+  if (f.results.empty()) usage_error("compare needs --results (one results JSON per method and budget)");
+  std::vector<MethodScores> runs;
+  for (const auto& path : f.results) runs.push_back(read_results(path, mme_total(f)));
+  MethodScores reference;
+  if (!f.reference.empty()) {
+    reference = read_results(f.reference, mme_total(f));
+  } else {
+    const size_t i = find_reference(runs);
+    reference = runs[i];
+    runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  const ComparisonTable table = compare_runs(reference, runs, listed_benchmarks(f), mme_total(f));
+  std::cout << comparison_markdown(table);
+  if (!f.retention_json.empty()) write_text(f.retention_json, comparison_json(table) + "\n");
   return 0;
 }
 
 int run_retention(const Flags& f) {
   if (f.reference.empty()) usage_error("retention needs --reference (the full model's results JSON)");
   if (f.results.empty()) usage_error("retention needs --results (one results JSON per method)");
-  const MmeTotal mme = f.mme == "total" ? MmeTotal::kPerceptionCognition : MmeTotal::kPerception;
+  const MmeTotal mme = mme_total(f);
   const MethodScores reference = read_results(f.reference, mme);
   std::vector<MethodScores> methods;
   for (const auto& path : f.results) methods.push_back(read_results(path, mme));
-  std::vector<std::string> benchmarks;
-  for (const auto& b : f.benchmarks)
-    if (!b.empty()) benchmarks.push_back(b);
-  const RetentionTable table = retention(reference, methods, benchmarks, mme);
+  const RetentionTable table = retention(reference, methods, listed_benchmarks(f), mme);
   std::cout << format_retention(table);
-  if (!f.retention_json.empty()) {
-    std::FILE* out = std::fopen(f.retention_json.c_str(), "wb");
-    if (!out) usage_error("--json " + f.retention_json + ": cannot write");
-    const std::string text = retention_json(table) + "\n";
-    const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-    if (std::fclose(out) != 0 || !ok) usage_error("--json " + f.retention_json + ": write failed");
-  }
+  if (!f.retention_json.empty()) write_text(f.retention_json, retention_json(table) + "\n");
   return 0;
 }
 
@@ -147,7 +175,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "era_score: score an answer JSONL against a benchmark's ground truth with LLaVA's official protocol.\n"
       "  era_score --benchmark B --answers FILE --annotations PATH [--json results.json]\n"
-      "  era_score retention --reference full.json --results a.json b.json ...   (Avg. (%))"};
+      "  era_score retention --reference full.json --results a.json b.json ...   (Avg. (%))\n"
+      "  era_score compare --results results/*.json   (the papers' table: runs by budget, Avg. (%), visual tokens)"};
   app.add_option("--benchmark", f.benchmark, "vqav2, textvqa, gqa, pope, mme, sqa, mmbench (or mmbench_cn)")
       ->check(CLI::IsMember({"vqav2", "textvqa", "gqa", "pope", "mme", "sqa", "mmbench", "mmbench_cn"}));
   app.add_option("--answers", f.answers, "answer JSONL (question_id, prompt, text, ...; error records are skipped)");
@@ -175,6 +204,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   ret->add_option("--json", f.retention_json, "also write the table as JSON");
 
+  auto* cmp = app.add_subcommand("compare", "the papers' side-by-side table (Markdown): runs grouped by budget under "
+                                            "the full model's upper bound, one column per benchmark, Avg. (%), and "
+                                            "the mean real visual tokens");
+  cmp->add_option("--results", f.results,
+                  "one results JSON per (method, budget) run (era_score --json of era_eval answers), any benchmarks "
+                  "each; the full model's is the upper bound")
+      ->expected(1, -1);
+  cmp->add_option("--reference", f.reference, "the upper bound's results JSON (default: the one from method full)");
+  cmp->add_option("--benchmarks", f.benchmarks, "benchmark columns, in order (default: all of the upper bound's)")
+      ->delimiter(',')
+      ->expected(1, -1);
+  cmp->add_option("--mme", f.mme, "MME entry: perception (LLaVA's tables) or total (Perception + Cognition)")
+      ->check(CLI::IsMember({"perception", "total"}))
+      ->capture_default_str();
+  cmp->add_option("--json", f.retention_json, "also write the table as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -184,6 +229,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (cmp->parsed()) return run_compare(f);
     return ret->parsed() ? run_retention(f) : run_benchmark(f);
   } catch (const era::Error& e) {
     std::fprintf(stderr, "era_score: error: %s\n", one_line(e.what()).c_str());

@@ -29,6 +29,28 @@ class SessionBackend : public EvalBackend {
   std::string name_;
 };
 
+// A view of a backend that others share (shared_backend).
+class SharedView : public EvalBackend {
+ public:
+  explicit SharedView(std::shared_ptr<EvalBackend> backend) : backend_(std::move(backend)) {}
+  std::string model_name() const override { return backend_->model_name(); }
+  Result generate(const Request& request) override { return backend_->generate(request); }
+  std::vector<Result> generate_batch(const std::vector<Request>& requests) override {
+    return backend_->generate_batch(requests);
+  }
+
+ private:
+  std::shared_ptr<EvalBackend> backend_;
+};
+
+// metadata.visual_tokens of an answer record, or -1 when it has none.
+int64_t visual_tokens_of(const Json& record) {
+  const auto meta = record.find("metadata");
+  if (meta == record.end() || !meta->is_object()) return -1;
+  const auto v = meta->find("visual_tokens");
+  return v != meta->end() && v->is_number_integer() ? v->get<int64_t>() : -1;
+}
+
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string describe(const Question& q) {
@@ -96,6 +118,14 @@ std::unique_ptr<EvalBackend> session_backend(Session session) {
   return std::make_unique<SessionBackend>(std::move(session));
 }
 
+std::function<std::unique_ptr<EvalBackend>()> shared_backend(std::function<std::unique_ptr<EvalBackend>()> open) {
+  auto shared = std::make_shared<std::shared_ptr<EvalBackend>>();
+  return [shared, open = std::move(open)]() -> std::unique_ptr<EvalBackend> {
+    if (!*shared) *shared = std::shared_ptr<EvalBackend>(open());
+    return std::make_unique<SharedView>(*shared);
+  };
+}
+
 void validate_request_settings(const Request& r) {
   const auto bad = [](const std::string& what) { throw Error(ErrorCode::kInvalidArgument, what); };
   if (r.max_new_tokens < 0) bad("max_new_tokens must be >= 0");
@@ -141,6 +171,14 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
             config.answers + " by an interrupted run");
   }
 
+  double visual_token_sum = 0;
+  const auto count_visual_tokens = [&](const Json& answer) {
+    const int64_t n = visual_tokens_of(answer);
+    if (n < 0) return;
+    visual_token_sum += static_cast<double>(n);
+    ++summary.visual_token_answers;
+  };
+
   // What an earlier run left: answers are kept (their questions skipped), error records dropped.
   std::vector<std::pair<int64_t, std::string>> file_lines;  // (question line, record) in file order
   std::vector<char> done(static_cast<size_t>(range.size()), 0);
@@ -185,6 +223,7 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
     }
     seen = 1;
     file_lines.emplace_back(rec.line, text);
+    count_visual_tokens(rec.json);
   }
   summary.skipped = static_cast<int64_t>(file_lines.size());
   const auto texts = [&](const std::vector<std::pair<int64_t, std::string>>& lines) {
@@ -233,11 +272,16 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
           message("era_eval: " + describe(*batch[k]) + ": " + records[k]["error"].get<std::string>());
         } else {
           ++summary.answered;
+          count_visual_tokens(records[k]);
         }
       }
       processed += static_cast<int64_t>(batch.size());
       if (hooks.on_progress) hooks.on_progress(processed, static_cast<int64_t>(todo.size()), summary.errors);
     }
+  }
+
+  if (summary.visual_token_answers > 0) {
+    summary.visual_tokens_mean = visual_token_sum / static_cast<double>(summary.visual_token_answers);
   }
 
   // Retried questions were appended after later ones: restore question order (atomically).

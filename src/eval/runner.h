@@ -36,6 +36,12 @@ class EvalBackend {
 
 std::unique_ptr<EvalBackend> session_backend(Session session);
 
+// For several runs over one model: every call of the returned function hands out a view of the
+// same backend, which `open` makes on the first call only (so a set of runs with nothing left to
+// do never loads the model, and one that has loads it once). Views stay usable as long as any
+// exists.
+std::function<std::unique_ptr<EvalBackend>()> shared_backend(std::function<std::unique_ptr<EvalBackend>()> open);
+
 struct EvalConfig {
   std::string questions;     // question JSONL
   std::string image_folder;
@@ -56,6 +62,10 @@ struct EvalSummary {
   int64_t retried = 0;          // earlier error records removed to try again
   int64_t torn_bytes = 0;       // incomplete last line cut from the answers file
   bool interrupted = false;     // stopped early by `stop`
+  // The real visual tokens the decoder saw (metadata.visual_tokens), over every answer of the chunk
+  // now in the file, earlier runs' included: how many answers carry the count, and its mean.
+  int64_t visual_token_answers = 0;
+  double visual_tokens_mean = 0;
 };
 
 struct EvalHooks {

@@ -12,6 +12,7 @@
 #include "eval/progress.h"
 #include "eval/question_file.h"
 #include "eval/records.h"
+#include "eval/run_plan.h"
 #include "eval/runner.h"
 #include "eval/sharding.h"
 #include "test_support.h"
@@ -482,6 +483,79 @@ TEST(EvalRunner, StopsBetweenBatchesWhenAsked) {
   EXPECT_EQ(s.skipped, 2);
   EXPECT_EQ(s.answered, 3);
   EXPECT_EQ(records_of(f.config.answers).size(), 5u);
+}
+
+TEST(EvalRunner, SeveralRunsShareOneModelAndCountRealVisualTokens) {
+  auto f = fake_run("eval_runner_shared", {"a.png", "b.png", "bad.png", "c.png"});
+  const auto runs = plan_runs({"full", "era"}, {8, 16}, f.dir + "/runs");
+  ASSERT_EQ(runs.size(), 3u);
+  int opened = 0;
+  const auto open = shared_backend([&]() {
+    ++opened;
+    return std::make_unique<FakeBackend>(&f.calls);
+  });
+  const auto run_all = [&]() {
+    std::vector<EvalSummary> out;
+    for (const auto& r : runs) {
+      EvalConfig c = f.config;
+      c.answers = r.answers;
+      c.request.reduction.method = r.method;
+      c.request.reduction.tokens = r.tokens;
+      out.push_back(run_eval(c, open, {}));
+    }
+    return out;
+  };
+  auto s = run_all();
+  EXPECT_EQ(opened, 1);  // one model for the three runs
+  ASSERT_EQ(s.size(), 3u);
+  // The stand-in reports its budget (576 without one) as the decoder's count; the error record has none.
+  const std::vector<double> expected = {576, 8, 16};
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].answered, 3) << i;
+    EXPECT_EQ(s[i].visual_token_answers, 3) << i;
+    EXPECT_DOUBLE_EQ(s[i].visual_tokens_mean, expected[i]) << i;
+    const auto recs = records_of(runs[i].answers);
+    ASSERT_EQ(recs.size(), 4u);
+    EXPECT_EQ(recs[0]["metadata"]["method"], runs[i].method);
+    EXPECT_EQ(recs[0]["metadata"]["tokens"], runs[i].tokens);
+    EXPECT_EQ(recs[0]["metadata"]["visual_tokens"], static_cast<int64_t>(expected[i]));
+  }
+  // A rerun: each run resumes on its own file; the kept answers still count in the mean.
+  std::string q = test::read_file(f.config.questions);
+  q.replace(q.find("bad.png"), 7, "fix.png");
+  write_text(f.config.questions, q);
+  s = run_all();
+  EXPECT_EQ(opened, 1);  // the same model still
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].skipped, 3) << i;
+    EXPECT_EQ(s[i].answered, 1) << i;
+    EXPECT_EQ(s[i].visual_token_answers, 4) << i;
+    EXPECT_DOUBLE_EQ(s[i].visual_tokens_mean, expected[i]) << i;
+  }
+}
+
+TEST(EvalRunPlan, EveryMethodAtEveryBudgetAndFullOnce) {
+  const auto runs = plan_runs({"era", "full", "era:dep+btr"}, {64, 128}, "out");
+  std::vector<std::string> got;
+  for (const auto& r : runs) got.push_back(r.method + "@" + std::to_string(r.tokens) + "=" + r.answers);
+  EXPECT_EQ(got, (std::vector<std::string>{"era@64=out/era_64.jsonl", "era@128=out/era_128.jsonl", "full@0=out/full.jsonl",
+                                           "era:dep+btr@64=out/era-dep+btr_64.jsonl",
+                                           "era:dep+btr@128=out/era-dep+btr_128.jsonl"}));
+  EXPECT_EQ(runs[0].label(), "era, 64 tokens");
+  EXPECT_EQ(runs[2].label(), "full");
+  // No budget: one run per method, named by the method alone.
+  const auto plain = plan_runs({"era"}, {}, "d");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].tokens, 0);
+  EXPECT_EQ(plain[0].answers, "d/era.jsonl");
+  EXPECT_EQ(run_file_name("a/b c:d", 8), "a-b-c-d_8.jsonl");
+
+  test::expect_invalid_argument([] { plan_runs({}, {64}, "d"); }, "no method");
+  test::expect_invalid_argument([] { plan_runs({"era", ""}, {64}, "d"); }, "empty method");
+  test::expect_invalid_argument([] { plan_runs({"era", "era"}, {64}, "d"); }, "era twice");
+  test::expect_invalid_argument([] { plan_runs({"era"}, {64, 64}, "d"); }, "64 twice");
+  test::expect_invalid_argument([] { plan_runs({"era"}, {-1}, "d"); }, ">= 0");
+  test::expect_invalid_argument([] { plan_runs({"era:dep", "era-dep"}, {64}, "d"); }, "would both write era-dep_64.jsonl");
 }
 
 }  // namespace

@@ -247,7 +247,8 @@ std::string format_report(const ScoreReport& r, const std::string& answers_path,
 }
 
 void write_results(const std::string& path, const std::string& key, const std::string& method, const std::string& model_id,
-                   const ScoreReport& r, const std::vector<std::pair<std::string, std::string>>& sources) {
+                   const ScoreReport& r, const std::vector<std::pair<std::string, std::string>>& sources,
+                   const RunInfo& run) {
   ordered_json j = ordered_json::object();
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
@@ -260,9 +261,20 @@ void write_results(const std::string& path, const std::string& key, const std::s
     if (!j.is_object() || (j.contains("benchmarks") && !j["benchmarks"].is_object()))
       throw Error(ErrorCode::kInvalidArgument, "--json " + path + ": exists but is not an era_score results file (not overwritten)");
   }
+  ordered_json reduction;
+  if (!run.method.empty()) {
+    reduction["method"] = run.method;
+    reduction["tokens"] = run.tokens;
+    if (run.keep_ratio > 0) reduction["keep_ratio"] = run.keep_ratio;
+    if (j.contains("reduction") && j["reduction"] != reduction)
+      throw Error(ErrorCode::kInvalidArgument, "--json " + path + " holds the scores of the run " + j["reduction"].dump() +
+                                                   ", these answers are from " + reduction.dump() +
+                                                   ": use one results file per (method, budget)");
+  }
   j["format"] = "era_score results v1";
   if (!method.empty()) j["method"] = method;
-  else if (!j.contains("method")) j["method"] = model_id;
+  else if (!j.contains("method")) j["method"] = run.method.empty() ? model_id : run.method;
+  if (!reduction.is_null()) j["reduction"] = reduction;
   if (!j.contains("benchmarks")) j["benchmarks"] = ordered_json::object();
   ordered_json e;
   e["benchmark"] = r.benchmark;
@@ -287,6 +299,8 @@ void write_results(const std::string& path, const std::string& key, const std::s
     e["breakdown"][t.name] = rows;
   }
   e["notes"] = r.notes;
+  if (run.visual_token_answers > 0)
+    e["visual_tokens"] = {{"mean", run.visual_tokens_mean}, {"answers", static_cast<long long>(run.visual_token_answers)}};
   for (const auto& [name, value] : sources) e["sources"][name] = value;
   j["benchmarks"][key] = e;
   const std::string tmp = path + ".tmp";

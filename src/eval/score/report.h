@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "eval/score/answers.h"
 #include "eval/score/gqa.h"
 #include "eval/score/mmbench.h"
 #include "eval/score/mme.h"
@@ -46,8 +47,13 @@ std::string format_report(const ScoreReport& report, const std::string& answers_
 
 // Adds (or replaces) `report` under benchmarks.<key> of the results JSON at `path`, creating the
 // file if needed; sets "method" when `method` is non-empty (or the file has none yet: then the
-// answers' model_id). `sources` (e.g. answers / annotations paths) are stored with the entry.
+// answers' reduction method, else their model_id). `sources` (e.g. answers / annotations paths)
+// are stored with the entry. When the answers name their run (`run.method`, era_eval's), the file
+// gets "reduction": {"method", "tokens"[, "keep_ratio"]} and the entry "visual_tokens":
+// {"mean", "answers"} (the real counts; `era_score compare` groups and labels by them); a file that
+// already holds another run's reduction is refused, so one results file is one (method, budget).
 void write_results(const std::string& path, const std::string& key, const std::string& method, const std::string& model_id,
-                   const ScoreReport& report, const std::vector<std::pair<std::string, std::string>>& sources);
+                   const ScoreReport& report, const std::vector<std::pair<std::string, std::string>>& sources,
+                   const RunInfo& run = {});
 
 }  // namespace era::score

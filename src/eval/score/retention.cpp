@@ -28,8 +28,6 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-bool is_mme(const std::string& key) { return key == "mme" || key.rfind("mme_", 0) == 0; }
-
 double number_at(const json& entry, const std::string& key, const std::string& where) {
   if (!entry.contains(key) || !entry[key].is_number()) fail(where + ": no number \"" + key + "\"");
   return entry[key].get<double>();
@@ -37,24 +35,40 @@ double number_at(const json& entry, const std::string& key, const std::string& w
 
 }  // namespace
 
+bool is_mme_benchmark(const std::string& key) { return key == "mme" || key.rfind("mme_", 0) == 0; }
+
 MethodScores read_results(const std::string& path, MmeTotal mme) {
   const json j = detail::read_json_file(path, "results");
   if (!j.is_object() || !j.contains("benchmarks") || !j["benchmarks"].is_object())
     fail("results " + path + ": expected {\"method\": ..., \"benchmarks\": {...}} as written by era_score --json");
   MethodScores m;
+  m.path = path;
+  if (j.contains("reduction")) {
+    const json& r = j["reduction"];
+    const std::string where = "results " + path + " reduction";
+    if (!r.is_object() || !r.contains("method") || !r["method"].is_string())
+      fail(where + ": expected {\"method\": \"...\", \"tokens\": N}");
+    m.reduction = Reduction{r["method"].get<std::string>(), r.contains("tokens") ? static_cast<int64_t>(number_at(r, "tokens", where)) : 0,
+                            r.contains("keep_ratio") ? number_at(r, "keep_ratio", where) : 0.0};
+  }
   m.name = j.contains("method") && j["method"].is_string() && !j["method"].get<std::string>().empty()
                ? j["method"].get<std::string>()
                : std::filesystem::path(path).stem().string();
   for (const auto& [key, entry] : j["benchmarks"].items()) {
     const std::string where = "results " + path + " benchmark " + key;
     if (entry.is_number()) {
-      if (is_mme(key) && mme == MmeTotal::kPerceptionCognition)
+      if (is_mme_benchmark(key) && mme == MmeTotal::kPerceptionCognition)
         fail(where + ": --mme total (Perception + Cognition) needs values.perception and values.cognition, not a bare number");
       m.scores[key] = entry.get<double>();
       continue;
     }
     if (!entry.is_object()) fail(where + ": expected an object with a \"score\" or a number");
-    if (is_mme(key) && mme == MmeTotal::kPerceptionCognition) {
+    if (entry.contains("visual_tokens")) {
+      const json& v = entry["visual_tokens"];
+      if (!v.is_object()) fail(where + ": visual_tokens: expected {\"mean\": m, \"answers\": n}");
+      m.visual_tokens[key] = {number_at(v, "mean", where + " visual_tokens"), number_at(v, "answers", where + " visual_tokens")};
+    }
+    if (is_mme_benchmark(key) && mme == MmeTotal::kPerceptionCognition) {
       if (!entry.contains("values") || !entry["values"].is_object()) fail(where + ": --mme total (Perception + Cognition) needs values.perception and values.cognition");
       m.scores[key] = number_at(entry["values"], "perception", where) + number_at(entry["values"], "cognition", where);
     } else {
@@ -121,7 +135,7 @@ RetentionTable retention(const MethodScores& reference, const std::vector<Method
 std::string format_retention(const RetentionTable& t) {
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> header = {"method"};
-  for (const auto& b : t.benchmarks) header.push_back(is_mme(b) && t.mme == MmeTotal::kPerceptionCognition ? b + " (P+C)" : b);
+  for (const auto& b : t.benchmarks) header.push_back(is_mme_benchmark(b) && t.mme == MmeTotal::kPerceptionCognition ? b + " (P+C)" : b);
   header.push_back("Avg. (%)");
   cells.push_back(header);
   std::vector<std::string> ref = {t.reference_name + " (reference)"};

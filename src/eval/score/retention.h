@@ -5,6 +5,7 @@
 // as the ERA paper does for AgilePrune's missing MM-Vet). MME enters as a ratio of totals
 // (Perception by default, or Perception + Cognition).
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,15 +15,35 @@ namespace era::score {
 
 enum class MmeTotal { kPerception, kPerceptionCognition };
 
+// Whether a results key is an MME score ("mme", "mme_<variant>"): the one a --mme choice affects.
+bool is_mme_benchmark(const std::string& key);
+
+// The run behind a results file (its "reduction"; era_score stores it from era_eval answers).
+struct Reduction {
+  std::string method;
+  int64_t tokens = 0;  // nominal budget, 0 = none
+  double keep_ratio = 0;
+};
+
+// The real visual tokens of one benchmark's answers (a results entry's "visual_tokens").
+struct VisualTokenCount {
+  double mean = 0;
+  double answers = 0;  // how many answers the mean is over
+};
+
 struct MethodScores {
   std::string name;                      // the results file's "method", else its file stem
+  std::string path;                      // the results file
   std::map<std::string, double> scores;  // benchmark key -> headline score
+  std::optional<Reduction> reduction;    // absent in files that do not say (hand-written ones)
+  std::map<std::string, VisualTokenCount> visual_tokens;  // benchmark key -> real counts, where known
 };
 
 // A results JSON as written (and merged) by `era_score --json`:
-//   {"method": "...", "benchmarks": {"<key>": {"score": x, "values": {...}, ...}, ...}}
-// A hand-written file may give a bare number per benchmark ("gqa": 61.9). For MME with
-// kPerceptionCognition the entry needs values.perception and values.cognition.
+//   {"method": "...", "reduction": {"method": "era", "tokens": 64},
+//    "benchmarks": {"<key>": {"score": x, "values": {...}, "visual_tokens": {"mean": m, "answers": n}, ...}, ...}}
+// A hand-written file may give a bare number per benchmark ("gqa": 61.9), and "reduction" by hand.
+// For MME with kPerceptionCognition the entry needs values.perception and values.cognition.
 MethodScores read_results(const std::string& path, MmeTotal mme = MmeTotal::kPerception);
 
 // 100 * mean(method[i] / full[i]). Sizes must match and be non-empty; full[i] must not be 0.

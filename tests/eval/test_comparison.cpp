@@ -1,0 +1,92 @@
+// The side-by-side comparison table: grouping by budget under the upper bound, Avg. (%) from the
+// retention ratios, the mean real visual tokens, and the run information era_score reads from
+// era_eval answers.
+#include <gtest/gtest.h>
+
+#include "eval/score/comparison.h"
+#include "eval/score_test_util.h"
+#include "test_support.h"
+
+namespace era::score {
+namespace {
+
+using test_util::answers_from;
+
+MethodScores run(const std::string& method, int64_t tokens, std::map<std::string, double> scores,
+                 std::map<std::string, VisualTokenCount> visual = {}) {
+  MethodScores m;
+  m.name = method;
+  m.path = method + "_" + std::to_string(tokens) + ".json";
+  m.scores = std::move(scores);
+  m.reduction = Reduction{method, tokens, 0};
+  m.visual_tokens = std::move(visual);
+  return m;
+}
+
+TEST(Comparison, TokenColumnIsTheMeanRealCountOverAllAnswers) {
+  const MethodScores full = run("full", 0, {{"gqa", 60}, {"pope", 80}}, {{"gqa", {576, 10}}, {"pope", {576, 30}}});
+  // 3 GQA answers at 10 tokens on average and 1 POPE answer at 30: 60 / 4 = 15, not (10 + 30) / 2.
+  const MethodScores a = run("a", 16, {{"gqa", 30}, {"pope", 80}}, {{"gqa", {10, 3}}, {"pope", {30, 1}}});
+  const MethodScores b = run("b", 16, {{"gqa", 45}}, {});
+  const ComparisonTable t = compare_runs(full, {a, b});
+  ASSERT_EQ(t.visual_tokens.size(), 2u);
+  EXPECT_DOUBLE_EQ(*t.visual_tokens[0], 15.0);
+  EXPECT_FALSE(t.visual_tokens[1].has_value());  // results without counts: "-", never a made-up number
+  EXPECT_DOUBLE_EQ(*t.reference_visual_tokens, 576.0);
+  // Only the table's benchmarks count: with GQA alone, a's mean is GQA's.
+  EXPECT_DOUBLE_EQ(*compare_runs(full, {a}, {"gqa"}).visual_tokens[0], 10.0);
+  // Avg. is retention's: (30/60 + 80/80) / 2 = 75%; b has GQA only: 75%.
+  EXPECT_DOUBLE_EQ(*t.retention.rows[0].average, 75.0);
+  EXPECT_DOUBLE_EQ(*t.retention.rows[1].average, 75.0);
+  EXPECT_EQ(t.retention.rows[1].used, 1u);
+}
+
+TEST(Comparison, GroupsByBudgetLargestFirstKeepingTheGivenOrder) {
+  const MethodScores full = run("full", 0, {{"gqa", 50}}, {{"gqa", {576, 1}}});
+  const ComparisonTable t = compare_runs(full, {run("x", 64, {{"gqa", 40}}), run("y", 128, {{"gqa", 45}}),
+                                                run("z", 64, {{"gqa", 42}})});
+  ASSERT_EQ(t.groups.size(), 3u);
+  EXPECT_EQ(t.groups[0].title, "Upper bound: 576 tokens (100%)");
+  EXPECT_FALSE(t.groups[0].budget.has_value());
+  EXPECT_EQ(t.groups[1].title, "Retain 128 tokens (\xE2\x86\x93 77.8%)");
+  EXPECT_EQ(t.groups[1].rows, (std::vector<size_t>{1}));
+  EXPECT_EQ(t.groups[2].title, "Retain 64 tokens (\xE2\x86\x93 88.9%)");
+  EXPECT_EQ(t.groups[2].rows, (std::vector<size_t>{0, 2}));
+}
+
+TEST(Comparison, FindsTheFullRunAndRefusesRunsWithoutABudget) {
+  const std::vector<MethodScores> runs = {run("era", 64, {{"gqa", 1}}), run("full", 0, {{"gqa", 2}})};
+  EXPECT_EQ(find_reference(runs), 1u);
+  test::expect_invalid_argument([&] { find_reference({runs[0]}); }, "--reference");
+  test::expect_invalid_argument([&] { find_reference({runs[1], runs[1]}); }, "several results files");
+  MethodScores hand;
+  hand.name = "hand";
+  hand.path = "hand.json";
+  hand.scores = {{"gqa", 1}};
+  test::expect_invalid_argument([&] { compare_runs(runs[1], {hand}); }, "hand.json does not say which run");
+}
+
+TEST(ScoreAnswers, RunInfoIsTheRecordsMethodBudgetAndMeanVisualTokens) {
+  const auto line = [](int id, const std::string& method, int tokens, int visual) {
+    return nlohmann::json{{"question_id", id},
+                          {"text", "t"},
+                          {"metadata", {{"method", method}, {"tokens", tokens}, {"visual_tokens", visual}}}}
+               .dump() +
+           "\n";
+  };
+  const std::string error = R"({"question_id": 9, "line": 3, "error": "image error", "metadata": {"line": 3, "error": "x"}})" "\n";
+  const RunInfo info = answers_from(line(1, "era", 64, 60) + line(2, "era", 64, 70) + error).run_info();
+  EXPECT_EQ(info.method, "era");
+  EXPECT_EQ(info.tokens, 64);
+  EXPECT_EQ(info.visual_token_answers, 2u);  // the error record has no count
+  EXPECT_DOUBLE_EQ(info.visual_tokens_mean, 65.0);
+  // LLaVA's own answers say nothing about a run.
+  const RunInfo none = answers_from(R"({"question_id": 1, "text": "t", "metadata": {}})" "\n").run_info();
+  EXPECT_TRUE(none.method.empty());
+  EXPECT_EQ(none.visual_token_answers, 0u);
+  test::expect_invalid_argument([&] { answers_from(line(1, "era", 64, 64) + line(2, "era", 128, 128)).run_info(); },
+                                "score each run's answers file on its own");
+}
+
+}  // namespace
+}  // namespace era::score
