@@ -330,6 +330,89 @@ TEST(EraEval, EraBudgetInMetadata) {
   EXPECT_NE(other.err.find("was made with --method \"era\" --tokens 64"), std::string::npos) << other.err;
 }
 
+// Several methods and budgets side by side: one answers file per run, one model load, the real
+// visual-token count in every record, and each run resumed on its own.
+TEST(EraEval, MethodsAndBudgetsSideBySide) {
+  Workspace ws("era_eval_side_by_side");
+  const auto q = ws.questions("q.jsonl", 3);
+  const auto dir = ws.dir + "/runs";
+  const std::string cmd = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " +
+                          ws.images + " --answers-dir " + dir + " -n 2 --methods full,era --tokens 8,16";
+  const auto count = [](const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  const auto r = test::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(r.err, "loading the model"), 1u) << r.err;  // one load for the three runs
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"full.jsonl", "era_8.jsonl", "era_16.jsonl"}));  // full once, not per budget
+  const std::map<std::string, std::pair<int64_t, int64_t>> expected = {  // file -> (nominal, real) tokens
+      {"full.jsonl", {0, 576}}, {"era_8.jsonl", {8, 8}}, {"era_16.jsonl", {16, 16}}};
+  for (const auto& [file, tokens] : expected) {
+    expect_complete(dir + "/" + file, 3);
+    for (const auto& a : records_of(dir + "/" + file)) {
+      EXPECT_EQ(a["metadata"]["method"], file == "full.jsonl" ? "full" : "era") << file;
+      EXPECT_EQ(a["metadata"]["tokens"], tokens.first) << file;
+      EXPECT_EQ(a["metadata"]["visual_tokens"], tokens.second) << file;  // what the decoder really saw
+    }
+  }
+  EXPECT_NE(r.err.find("era_eval: era, 8 tokens: done: 3 answered, 0 skipped (already answered), 0 errors; 3 questions "
+                       "in this chunk; mean visual tokens 8.0 -> " + dir + "/era_8.jsonl"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("era_eval: full: done: 3 answered"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mean visual tokens 576.0"), std::string::npos) << r.err;
+
+  // One run left unfinished (its last record lost): a rerun finishes that run only.
+  const auto era16 = dir + "/era_16.jsonl";
+  const auto before = texts_by_line(era16);
+  auto lines = lines_of(era16);
+  lines.pop_back();
+  std::string kept;
+  for (const auto& l : lines) kept += l + "\n";
+  write_text(era16, kept);
+  const auto again = test::run_command(cmd);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(count(again.err, "loading the model"), 1u) << again.err;
+  EXPECT_NE(again.err.find("era, 16 tokens: done: 1 answered, 2 skipped"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("era, 8 tokens: done: 0 answered, 3 skipped"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("full: done: 0 answered, 3 skipped"), std::string::npos) << again.err;
+  expect_complete(era16, 3);
+  EXPECT_EQ(texts_by_line(era16), before);  // greedy: the redone answer is the same
+  // All done: the model is not loaded at all.
+  const auto done = test::run_command(cmd);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(count(done.err, "loading the model"), 0u) << done.err;
+}
+
+TEST(EraEval, SideBySideUsageErrorsComeBeforeAnyWork) {
+  Workspace ws("era_eval_side_by_side_usage");
+  const auto q = ws.questions("q.jsonl", 1);
+  const std::string base = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " +
+                           ws.images + " -n 1 ";
+  // An unknown method anywhere in the list stops everything before the first run.
+  const auto unknown = test::run_command(base + "--answers-dir " + ws.dir + "/runs --methods full,nope --tokens 8");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err.rfind("era_eval: error: ", 0), 0u) << unknown.err;
+  EXPECT_NE(unknown.err.find("nope"), std::string::npos) << unknown.err;
+  EXPECT_FALSE(fs::exists(ws.dir + "/runs"));
+  // Several runs need a folder; one file cannot hold them.
+  const auto one_file = test::run_command(base + "--answers " + ws.dir + "/a.jsonl --methods full,era --tokens 8");
+  EXPECT_EQ(one_file.exit_code, 2);
+  EXPECT_NE(one_file.err.find("need --answers-dir"), std::string::npos) << one_file.err;
+  const auto two_budgets = test::run_command(base + "--answers " + ws.dir + "/a.jsonl --method era --tokens 8,16");
+  EXPECT_EQ(two_budgets.exit_code, 2);
+  EXPECT_NE(two_budgets.err.find("need --answers-dir"), std::string::npos) << two_budgets.err;
+  const auto twice = test::run_command(base + "--answers-dir " + ws.dir + "/runs --methods era,era --tokens 8");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("lists era twice"), std::string::npos) << twice.err;
+  EXPECT_FALSE(fs::exists(ws.dir + "/a.jsonl"));
+  EXPECT_FALSE(fs::exists(ws.dir + "/runs"));
+}
+
 TEST(EraEval, UsageErrorsExitWithTwo) {
   Workspace ws("era_eval_usage");
   const auto q = ws.questions("q.jsonl", 1);

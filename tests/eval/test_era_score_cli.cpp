@@ -228,5 +228,109 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   EXPECT_NE(help.out.find("retention"), std::string::npos);
 }
 
+// era_eval-style answers of four runs (full, era at 16 and 8, era:dep at 8) on GQA and POPE ->
+// one results file per run -> the comparison table, checked cell by cell against hand-computed
+// values: GQA 4/4, 3/4, 2/4, 3/4; POPE F1 1, 2/3 (TP 1 FN 1), 4/5 (TP 2 FP 1); Avg. (%) the mean of
+// the ratios (era:dep has no POPE: GQA alone, starred); visual tokens the mean real counts (era:dep
+// saw 6, 8, 10, 12 -> 9.0 for a nominal 8).
+TEST(EraScoreCli, CompareWritesThePapersTable) {
+  const auto dir = test::scratch_dir("era_score_compare");
+  std::filesystem::create_directories(dir + "/labels");
+  const std::vector<std::string> gold = {"yes", "no", "left", "red"};
+  json gqa = json::object();
+  std::string labels, questions;
+  for (int i = 0; i < 4; ++i) {
+    gqa["g" + std::to_string(i)] = {{"answer", gold[static_cast<size_t>(i)]}, {"isBalanced", true}, {"types", {{"structural", "query"}}}};
+    labels += json{{"question_id", i + 1}, {"label", i < 2 ? "yes" : "no"}}.dump() + "\n";
+    questions += json{{"question_id", 101 + i}, {"image", "x.jpg"}, {"text", "t"}, {"category", "random"}}.dump() + "\n";
+  }
+  write_file(dir + "/gqa_questions.json", gqa.dump());
+  write_file(dir + "/labels/coco_pope_random.json", labels);
+  write_file(dir + "/pope_questions.jsonl", questions);
+  struct Run {
+    std::string name, method;
+    int tokens;
+    std::vector<int> visual;
+    std::vector<std::string> gqa, pope;  // pope empty: not evaluated
+  };
+  const std::vector<Run> runs = {
+      {"full", "full", 0, {576, 576, 576, 576}, {"yes", "no", "left", "red"}, {"Yes", "Yes", "No", "No"}},
+      {"era_16", "era", 16, {16, 16, 16, 16}, {"yes", "no", "left", "blue"}, {"Yes", "No", "No", "No"}},
+      {"era_8", "era", 8, {8, 8, 8, 8}, {"yes", "no", "right", "blue"}, {"Yes", "Yes", "Yes", "No"}},
+      {"era-dep_8", "era:dep", 8, {6, 8, 10, 12}, {"yes", "no", "left", "blue"}, {}}};
+  std::string results;
+  for (const auto& run : runs) {
+    const auto answers = [&](const std::string& bench, const std::vector<std::string>& texts, int first_id) {
+      std::string text;
+      for (int i = 0; i < 4; ++i) {
+        const json id = bench == "gqa" ? json("g" + std::to_string(i)) : json(first_id + i);
+        text += json{{"question_id", id},
+                     {"prompt", "q"},
+                     {"text", texts[static_cast<size_t>(i)]},
+                     {"model_id", "llava-tiny"},
+                     {"metadata", {{"line", i}, {"method", run.method}, {"tokens", run.tokens},
+                                   {"visual_tokens", run.visual[static_cast<size_t>(i)]}}}}
+                    .dump() +
+                "\n";
+      }
+      const std::string path = dir + "/" + bench + "_" + run.name + ".jsonl";
+      write_file(path, text);
+      return path;
+    };
+    const std::string json_path = dir + "/" + run.name + ".json";
+    auto r = score("--benchmark gqa --answers " + answers("gqa", run.gqa, 0) + " --annotations " + dir +
+                   "/gqa_questions.json --json " + json_path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (!run.pope.empty()) {
+      r = score("--benchmark pope --answers " + answers("pope", run.pope, 101) + " --questions " + dir +
+                "/pope_questions.jsonl --annotations " + dir + "/labels --json " + json_path);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    results += " " + json_path;
+  }
+  const json era8 = read_json(dir + "/era-dep_8.json");
+  EXPECT_EQ(era8["method"], "era:dep");  // no --method: the answers' reduction method
+  EXPECT_EQ(era8["reduction"], json({{"method", "era:dep"}, {"tokens", 8}}));
+  EXPECT_EQ(era8["benchmarks"]["gqa"]["visual_tokens"], json({{"mean", 9.0}, {"answers", 4}}));
+
+  const auto r = score("compare --results" + results + " --json " + dir + "/table.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "| Method                             |   GQA |  POPE | Avg. (%) | Visual tokens |\n"
+            "| :--------------------------------- | ----: | ----: | -------: | ------------: |\n"
+            "| **Upper bound: 576 tokens (100%)** |       |       |          |               |\n"
+            "| full                               | 100.0 | 100.0 |   100.0% |         576.0 |\n"
+            "| **Retain 16 tokens (\xE2\x86\x93 97.2%)**     |       |       |          |               |\n"
+            "| era                                |  75.0 |  66.7 |    70.8% |          16.0 |\n"
+            "| **Retain 8 tokens (\xE2\x86\x93 98.6%)**      |       |       |          |               |\n"
+            "| era                                |  50.0 |  80.0 |    65.0% |           8.0 |\n"
+            "| era:dep                            |  75.0 |     - |   75.0%* |           9.0 |\n"
+            "\n"
+            "Avg. (%): 100 x the unweighted mean over the benchmarks of score / upper bound. Visual tokens: the mean "
+            "number of visual tokens the decoder really saw per answer (era_eval's metadata.visual_tokens); the budget "
+            "in each heading is the nominal one. MME enters as Perception.\n"
+            "\n"
+            "\\* averaged over the benchmarks the run has (\"-\" = missing).\n");
+  const json t = read_json(dir + "/table.json");
+  ASSERT_EQ(t["groups"].size(), 3u);
+  EXPECT_EQ(t["groups"][2]["tokens"], 8);
+  EXPECT_DOUBLE_EQ(t["groups"][2]["rows"][1]["visual_tokens_mean"].get<double>(), 9.0);
+  EXPECT_NEAR(t["groups"][1]["rows"][0]["avg"].get<double>(), 100.0 * (0.75 + 2.0 / 3.0) / 2, 1e-9);
+  EXPECT_EQ(t["groups"][2]["rows"][1]["benchmarks_used"], 1);
+
+  // One results file is one run: another run's answers are refused, the file is left as it was.
+  const std::string before = test::read_file(dir + "/era_16.json");
+  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa_era_8.jsonl --annotations " + dir +
+                           "/gqa_questions.json --json " + dir + "/era_16.json"),
+                     "one results file per (method, budget)");
+  EXPECT_EQ(test::read_file(dir + "/era_16.json"), before);
+  // Without the full model's results there is no upper bound unless one is named.
+  expect_clean_error(score("compare --results " + dir + "/era_16.json " + dir + "/era_8.json"), "--reference");
+  const auto named = score("compare --reference " + dir + "/era_16.json --results " + dir + "/era_8.json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("**Upper bound: 16 tokens (100%)**"), std::string::npos) << named.out;
+  EXPECT_NE(named.out.find("**Retain 8 tokens (\xE2\x86\x93 50.0%)**"), std::string::npos) << named.out;
+}
+
 }  // namespace
 }  // namespace era
