@@ -19,6 +19,7 @@
 #include "eval/score/pope.h"
 #include "eval/score/report.h"
 #include "eval/score/retention.h"
+#include "eval/score/run_info.h"
 #include "eval/score/scienceqa.h"
 #include "eval/score/vqa_accuracy.h"
 
@@ -57,7 +58,7 @@ int run_benchmark(const Flags& f) {
 
   const AnswerFile answers = read_answers(f.answers);
   if (answers.records.empty()) usage_error("answers " + f.answers + ": no answer records");
-  const RunInfo run = answers.run_info();
+  const RunInfo run = read_run_info(f.answers);
 
   if (!f.upload.empty()) {
     std::vector<std::string> all_ids;

@@ -1,16 +1,12 @@
 // The side-by-side comparison table: grouping by budget under the upper bound, Avg. (%) from the
-// retention ratios, the mean real visual tokens, and the run information era_score reads from
-// era_eval answers.
+// retention ratios and the mean real visual tokens.
 #include <gtest/gtest.h>
 
 #include "eval/score/comparison.h"
-#include "eval/score_test_util.h"
 #include "test_support.h"
 
 namespace era::score {
 namespace {
-
-using test_util::answers_from;
 
 MethodScores run(const std::string& method, int64_t tokens, std::map<std::string, double> scores,
                  std::map<std::string, VisualTokenCount> visual = {}) {
@@ -64,28 +60,6 @@ TEST(Comparison, FindsTheFullRunAndRefusesRunsWithoutABudget) {
   hand.path = "hand.json";
   hand.scores = {{"gqa", 1}};
   test::expect_invalid_argument([&] { compare_runs(runs[1], {hand}); }, "hand.json does not say which run");
-}
-
-TEST(ScoreAnswers, RunInfoIsTheRecordsMethodBudgetAndMeanVisualTokens) {
-  const auto line = [](int id, const std::string& method, int tokens, int visual) {
-    return nlohmann::json{{"question_id", id},
-                          {"text", "t"},
-                          {"metadata", {{"method", method}, {"tokens", tokens}, {"visual_tokens", visual}}}}
-               .dump() +
-           "\n";
-  };
-  const std::string error = R"({"question_id": 9, "line": 3, "error": "image error", "metadata": {"line": 3, "error": "x"}})" "\n";
-  const RunInfo info = answers_from(line(1, "era", 64, 60) + line(2, "era", 64, 70) + error).run_info();
-  EXPECT_EQ(info.method, "era");
-  EXPECT_EQ(info.tokens, 64);
-  EXPECT_EQ(info.visual_token_answers, 2u);  // the error record has no count
-  EXPECT_DOUBLE_EQ(info.visual_tokens_mean, 65.0);
-  // LLaVA's own answers say nothing about a run.
-  const RunInfo none = answers_from(R"({"question_id": 1, "text": "t", "metadata": {}})" "\n").run_info();
-  EXPECT_TRUE(none.method.empty());
-  EXPECT_EQ(none.visual_token_answers, 0u);
-  test::expect_invalid_argument([&] { answers_from(line(1, "era", 64, 64) + line(2, "era", 128, 128)).run_info(); },
-                                "score each run's answers file on its own");
 }
 
 }  // namespace

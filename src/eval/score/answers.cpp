@@ -1,6 +1,5 @@
 #include "eval/score/answers.h"
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -44,33 +43,6 @@ std::string AnswerFile::model_id() const {
   return "";
 }
 
-RunInfo AnswerFile::run_info() const {
-  RunInfo info;
-  const Answer* first = nullptr;  // the first record that names its run
-  double sum = 0;
-  for (const auto& a : records) {
-    if (a.method.empty()) continue;
-    if (!first) {
-      first = &a;
-    } else if (a.method != first->method || a.tokens != first->tokens || a.keep_ratio != first->keep_ratio) {
-      const auto run = [](const Answer& r) { return "method " + r.method + " tokens " + std::to_string(r.tokens); };
-      fail("answers " + path + ": line " + std::to_string(first->line) + " is from " + run(*first) + " but line " +
-           std::to_string(a.line) + " from " + run(a) + ": score each run's answers file on its own");
-    }
-    if (!a.is_error && a.visual_tokens >= 0) {
-      sum += static_cast<double>(a.visual_tokens);
-      ++info.visual_token_answers;
-    }
-  }
-  if (first) {
-    info.method = first->method;
-    info.tokens = std::max<int64_t>(first->tokens, 0);
-    info.keep_ratio = first->keep_ratio;
-  }
-  if (info.visual_token_answers > 0) info.visual_tokens_mean = sum / static_cast<double>(info.visual_token_answers);
-  return info;
-}
-
 AnswerFile parse_answers(const std::string& text, const std::string& name) {
   AnswerFile file;
   file.path = name;
@@ -112,14 +84,6 @@ AnswerFile parse_answers(const std::string& text, const std::string& name) {
     if (!has_text && !a.is_error) fail(where + ": no text (and not an error record)");
     a.has_prompt = get_string("prompt", a.prompt);
     get_string("model_id", a.model_id);
-    if (j.contains("metadata") && j["metadata"].is_object()) {
-      const auto& meta = j["metadata"];
-      if (meta.contains("method") && meta["method"].is_string()) a.method = meta["method"].get<std::string>();
-      if (meta.contains("tokens") && meta["tokens"].is_number_integer()) a.tokens = meta["tokens"].get<int64_t>();
-      if (meta.contains("keep_ratio") && meta["keep_ratio"].is_number()) a.keep_ratio = meta["keep_ratio"].get<double>();
-      if (meta.contains("visual_tokens") && meta["visual_tokens"].is_number_integer())
-        a.visual_tokens = meta["visual_tokens"].get<int64_t>();
-    }
     file.records.push_back(std::move(a));
   }
   return file;

@@ -9,7 +9,6 @@
 //
 // Blank lines are ignored. Anything else that is not such an object is an error naming the line.
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -27,21 +26,6 @@ struct Answer {
   size_t line = 0;  // 1-based line number in the file
   bool is_error = false;
   std::string error;  // the error message of an error record
-  // The era_eval run that wrote it (metadata.method / tokens / keep_ratio / visual_tokens); empty
-  // method and -1 when the record does not say.
-  std::string method;
-  int64_t tokens = -1;
-  double keep_ratio = 0;
-  int64_t visual_tokens = -1;  // the real count the decoder saw
-};
-
-// The reduction behind a whole answers file, as era_eval records it in every answer.
-struct RunInfo {
-  std::string method;  // "" when the answers do not say (LLaVA's scripts)
-  int64_t tokens = 0;  // nominal budget (0 = none)
-  double keep_ratio = 0;
-  size_t visual_token_answers = 0;  // answers (not error records) carrying visual_tokens
-  double visual_tokens_mean = 0;    // their mean real visual-token count
 };
 
 struct AnswerFile {
@@ -50,9 +34,6 @@ struct AnswerFile {
   size_t error_records() const;
   size_t answered() const { return records.size() - error_records(); }
   std::string model_id() const;  // the first non-empty model_id
-  // Throws era::Error(kInvalidArgument) when the records name different methods or budgets
-  // (answers of several runs mixed in one file).
-  RunInfo run_info() const;
 };
 
 AnswerFile read_answers(const std::string& path);

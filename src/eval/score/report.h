@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "eval/score/answers.h"
 #include "eval/score/gqa.h"
 #include "eval/score/mmbench.h"
 #include "eval/score/mme.h"
 #include "eval/score/pope.h"
+#include "eval/score/run_info.h"
 #include "eval/score/scienceqa.h"
 #include "eval/score/vqa_accuracy.h"
 
