@@ -69,9 +69,8 @@ std::vector<era::eval::PlannedRun> plan(const Flags& f) {
   std::vector<era::eval::PlannedRun> runs = era::eval::plan_runs(f.methods, f.budgets, f.answers_dir);
   if (f.answers.empty()) return runs;
   if (f.methods.size() != 1 || f.budgets.size() > 1) {
-    throw era::Error(era::ErrorCode::kInvalidArgument, std::to_string(runs.size()) +
-                                                           " runs (several --methods or --tokens) need --answers-dir "
-                                                           "(one answers file per run) instead of --answers");
+    throw era::Error(era::ErrorCode::kInvalidArgument,
+                     "several --methods or --tokens need --answers-dir (one answers file per run) instead of --answers");
   }
   runs[0].tokens = f.budgets.empty() ? 0 : f.budgets[0];
   runs[0].answers = f.answers;
