@@ -168,6 +168,9 @@ ReducedTokens reduce_anyres(const VisionOutput& vision, int64_t first, int64_t c
   }
   ReducedTokens joint;
   if (request.scope == "image") {
+    if (selects_per_crop_only(request.method)) {
+      throw Error(ErrorCode::kInvalidArgument, "method " + request.method + " works on one crop's grid: use budget scope 'crop'");
+    }
     ReductionInput in = vision.joint_input(first, count, resolve_budget(request, count * n, request.tokens));
     in.instruction_embeddings = instruction;
     joint = reducer.reduce(in);

@@ -54,6 +54,8 @@ const std::vector<std::string>& pre_llm_baseline_names() {
 
 bool reduces_packed_sequence(const std::string& method) { return method == "divprune"; }
 
+bool selects_per_crop_only(const std::string& method) { return method == "visionzip" || method == "pool"; }
+
 bool needs_instruction_embeddings(const std::string& method) { return method == "cdpruner"; }
 
 EraOptions effective_era_options(const ReductionOptions& options) {

@@ -29,6 +29,10 @@ const std::vector<std::string>& pre_llm_baseline_names();
 // newline tokens) instead of per crop: DivPrune, whose official NeXT path is global (§4.3).
 bool reduces_packed_sequence(const std::string& method);
 
+// True for methods defined on one crop's token grid only (VisionZip, pool): they refuse
+// LLaVA-NeXT's "image" budget scope.
+bool selects_per_crop_only(const std::string& method);
+
 // True for methods that need ReductionInput::instruction_embeddings (CDPruner).
 bool needs_instruction_embeddings(const std::string& method);
 
