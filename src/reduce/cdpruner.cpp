@@ -1,6 +1,7 @@
 #include "reduce/cdpruner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "era/error.h"
@@ -57,7 +58,9 @@ std::vector<int64_t> dpp_greedy_map(const torch::Tensor& L, int64_t k) {
       const torch::Tensor prev = c.slice(0, 0, i);  // [i, N]
       e -= torch::matmul(prev.select(1, j), prev);
     }
-    e /= torch::sqrt(gain[j]);
+    // A kernel of rank < k (tokens narrower than the budget) runs out of gain: clamping keeps the
+    // picks going in order of the remaining gain where the official code would produce NaN.
+    e /= std::sqrt(std::max(gain[j].item<double>(), 1e-12));
     c[i] = e;
     gain -= e * e;
     gain.index_put_({j}, -std::numeric_limits<double>::infinity());

@@ -26,7 +26,8 @@ torch::Tensor cdpruner_kernel(const torch::Tensor& tokens, const torch::Tensor& 
 // Greedy MAP of the DPP with kernel `L` [N, N] (positive semi-definite), the fast incremental
 // Cholesky form (Chen et al. 2018): each step picks argmax of the remaining marginal gain d_j^2,
 // which equals det(L_{S+j}) / det(L_S); exactly `k` picks (no early stop, as the official code),
-// ties to the first index. Returned ascending. k <= 0 or k >= N keeps all.
+// ties to the first index. Returned ascending. k <= 0 or k >= N keeps all. Once the kernel's rank
+// is exhausted the gains are clamped at 1e-12, so the remaining picks stay distinct and finite.
 std::vector<int64_t> dpp_greedy_map(const torch::Tensor& L, int64_t k);
 
 class CdPrunerReducer final : public Reducer {

@@ -52,6 +52,17 @@ TEST(CdPruner, FastGreedyMapEqualsBruteForceGreedy) {
   EXPECT_EQ(dpp_greedy_map(cdpruner_kernel(p, r), 5), brute_force_greedy(cdpruner_kernel(p, r), 5));
 }
 
+TEST(CdPruner, RankDeficientKernelStillGivesDistinctPicks) {
+  torch::manual_seed(8);
+  const torch::Tensor p = torch::randn({12, 3});  // rank 3, budget 8
+  const auto picked = dpp_greedy_map(cdpruner_kernel(p, torch::ones({12})), 8);
+  ASSERT_EQ(picked.size(), 8u);
+  EXPECT_EQ(std::adjacent_find(picked.begin(), picked.end()), picked.end());
+  // The first three (well-defined) picks are the brute-force ones.
+  const auto first = dpp_greedy_map(cdpruner_kernel(p, torch::ones({12})), 3);
+  EXPECT_EQ(first, brute_force_greedy(cdpruner_kernel(p, torch::ones({12})), 3));
+}
+
 TEST(CdPruner, RelevanceAndNormalisation) {
   torch::manual_seed(2);
   torch::Tensor p = torch::randn({8, 5});
