@@ -50,7 +50,9 @@ PATH_TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-2, torch.bfloat16: 1e-1
 #   1 (no field): forward(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache, last_only),
 #                 vision returns 3 tensors
 #   2: forward(..., v_cache, layer_bias_scale, lar_path, last_only), forward_with_attention(),
-#      vision returns 5 tensors (CLS and mean saliency)
+#      vision returns 5 tensors (CLS and mean saliency); bundles exported since VisionZip
+#      support return 7 (+ CLS feature, head-mean keys): an additive change, readers accept both
+#      and only the VisionZip method needs the two extra outputs
 DECODER_API = 2
 
 

@@ -47,7 +47,8 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
-  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr")
+  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr; competing methods: "
+                 "divprune, visionzip, cdpruner, pool, random (README \"Competing methods\")")
       ->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)");
   app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");

@@ -9,6 +9,7 @@
 #include "era/session_impl.h"
 #include "image/anyres.h"
 #include "image/clip_preprocess.h"
+#include "reduce/method.h"
 #include "report/attention_report.h"
 #include "runtime/anyres_packing.h"
 #include "runtime/batch_generator.h"
@@ -126,44 +127,96 @@ int64_t max_visual_tokens(const Manifest& m) {
   return most;
 }
 
+// A reduction chosen over an already packed sequence (`packed`, the "full" packing) expressed in
+// the original tokens: `picked` are packed positions. Kept anchors come from the packing (-1 for
+// a newline); an original token keeps its slot if its packed position was picked.
+ReducedTokens compose_packed(const ReducedTokens& packed, const ReducedTokens& picked) {
+  ReducedTokens out = picked;
+  out.kept.clear();
+  for (const int64_t pos : picked.kept) out.kept.push_back(packed.kept[static_cast<size_t>(pos)]);
+  out.assignment.assign(packed.assignment.size(), -1);
+  for (size_t i = 0; i < packed.assignment.size(); ++i) {
+    const int64_t pos = packed.assignment[i];
+    if (pos >= 0) out.assignment[i] = picked.assignment[static_cast<size_t>(pos)];
+  }
+  out.entropy.clear();
+  return out;
+}
+
 // One LLaVA-NeXT image (crops [first, first + count)): reduce per crop or over all crops, then
-// pack (unpad, newlines) so the reduction follows the same permutation as the features.
+// pack (unpad, newlines) so the reduction follows the same permutation as the features. Methods
+// that select over the packed sequence (DivPrune) pack first and select over the real tokens,
+// newlines included, with `tokens` as the budget of the whole sequence.
 ReducedTokens reduce_anyres(const VisionOutput& vision, int64_t first, int64_t count, const std::array<int64_t, 2>& size,
-                            const ReductionRequest& request, const Reducer& reducer, const ModelBundle& bundle) {
+                            const ReductionRequest& request, const Reducer& reducer, const ModelBundle& bundle,
+                            const torch::Tensor& instruction) {
   const auto& m = bundle.manifest;
   const int64_t n = m.vision.num_patches;
-  ReducedTokens joint;
-  if (request.scope == "image") {
-    joint = reducer.reduce(vision.joint_input(first, count, resolve_budget(request, count * n, request.tokens)));
-  } else {
-    std::vector<ReducedTokens> per_crop;
-    for (int64_t c = 0; c < count; ++c) {
-      per_crop.push_back(reducer.reduce(vision.reduction_input(first + c, resolve_budget(request, n, request.tokens / max_crops(m)))));
-    }
-    joint = concat_crops(per_crop, n);
-  }
   AnyresGeometry geometry;
   geometry.original = {size[0], size[1]};
   const Resolution best = select_best_resolution(geometry.original, m.image.grid_pinpoints);
   geometry.rows = best.height / m.image.size;
   geometry.cols = best.width / m.image.size;
   geometry.patches_per_side = m.image.size / m.vision.patch_size;
+  if (reduces_packed_sequence(request.method)) {
+    const ReducedTokens packed = pack_anyres(FullReducer().reduce(vision.joint_input(first, count, 0)), geometry, bundle.image_newline);
+    ReductionInput in;
+    in.embeddings = packed.embeddings;
+    in.instruction_embeddings = instruction;
+    in.budget = resolve_budget(request, packed.embeddings.size(0), request.tokens);
+    return compose_packed(packed, reducer.reduce(in));
+  }
+  ReducedTokens joint;
+  if (request.scope == "image") {
+    if (selects_per_crop_only(request.method)) {
+      throw Error(ErrorCode::kInvalidArgument, "method " + request.method + " works on one crop's grid: use budget scope 'crop'");
+    }
+    ReductionInput in = vision.joint_input(first, count, resolve_budget(request, count * n, request.tokens));
+    in.instruction_embeddings = instruction;
+    joint = reducer.reduce(in);
+  } else {
+    const torch::Tensor image_embeddings = vision.embeddings.slice(0, first, first + count).flatten(0, 1);
+    std::vector<ReducedTokens> per_crop;
+    for (int64_t c = 0; c < count; ++c) {
+      ReductionInput in = vision.reduction_input(first + c, resolve_budget(request, n, request.tokens / max_crops(m)));
+      in.instruction_embeddings = instruction;
+      in.image_embeddings = image_embeddings;
+      per_crop.push_back(reducer.reduce(in));
+    }
+    joint = concat_crops(per_crop, n);
+  }
   return pack_anyres(joint, geometry, bundle.image_newline);
 }
 
+// The decoder's input embeddings [M, D] of the instruction's own text tokens, for methods that
+// rank visual tokens against the question (CDPruner): the user's prompt with the image
+// placeholders removed, no BOS, no chat template or "ASSISTANT:" suffix. Undefined when the
+// method does not need it.
+torch::Tensor instruction_embeddings(Session::Impl& impl, const Request& request) {
+  if (!needs_instruction_embeddings(request.reduction.method)) return {};
+  const std::string& placeholder = impl.bundle.manifest.prompt.image_placeholder;
+  std::string text = request.prompt;
+  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
+  const std::vector<int64_t> ids = impl.bundle.tokenizer->encode(text);
+  const auto ids_t = torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong)).reshape({1, -1}).to(impl.bundle.device);
+  return impl.decoder->embed(ids_t)[0];
+}
+
 ReducedImages reduce_images(const VisionOutput& vision, const PreparedInput& in, const ReductionRequest& request,
-                            const ModelBundle& bundle) {
+                            const ModelBundle& bundle, const torch::Tensor& instruction) {
   const auto& m = bundle.manifest;
-  const auto reducer = make_reducer(ReductionOptions{request.method, request.era});
+  const auto reducer = make_reducer(ReductionOptions{request.method, request.era, request.baselines});
   ReducedImages out;
   int64_t first = 0;
   for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
     const int64_t count = in.crops_per_image[i];
     if (m.image.aspect_ratio == "anyres") {
-      out.tokens.push_back(reduce_anyres(vision, first, count, in.image_sizes[i], request, *reducer, bundle));
+      out.tokens.push_back(reduce_anyres(vision, first, count, in.image_sizes[i], request, *reducer, bundle, instruction));
     } else {
       const int64_t n = m.vision.num_patches;
-      out.tokens.push_back(reducer->reduce(vision.reduction_input(first, resolve_budget(request, n, request.tokens))));
+      ReductionInput input = vision.reduction_input(first, resolve_budget(request, n, request.tokens));
+      input.instruction_embeddings = instruction;
+      out.tokens.push_back(reducer->reduce(input));
     }
     out.descriptions.push_back(describe(request.method, count * m.vision.num_patches, out.tokens.back()));
     first += count;
@@ -193,7 +246,7 @@ PromptSequence stage_request(Session::Impl& impl, const Session& session, const 
     const VisionOutput vision = impl.vision->encode(in.pixel_values);
     st.vision_ms = ms_since(t0);
     t0 = Clock::now();
-    images = reduce_images(vision, in, request.reduction, impl.bundle);
+    images = reduce_images(vision, in, request.reduction, impl.bundle, instruction_embeddings(impl, request));
     st.reduce_ms = ms_since(t0);
   }
   PromptSequence seq = build_sequence(*impl.decoder, in.token_ids, in.image_token_id, images.tokens);
@@ -379,8 +432,8 @@ AttentionReport Session::attention_report(const Request& request) {
     const VisionOutput vision = impl_->vision->encode(in.pixel_values);
     ReductionRequest full_request = request.reduction;
     full_request.method = "full";
-    const ReducedImages full = reduce_images(vision, in, full_request, impl_->bundle);
-    const ReducedImages reduced = reduce_images(vision, in, request.reduction, impl_->bundle);
+    const ReducedImages full = reduce_images(vision, in, full_request, impl_->bundle, {});
+    const ReducedImages reduced = reduce_images(vision, in, request.reduction, impl_->bundle, instruction_embeddings(*impl_, request));
     auto& dec = *impl_->decoder;
     const PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
     const PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);

@@ -2,6 +2,8 @@
 // Stage 2 of the pipeline: pixels -> CLIP features and saliency -> projected visual tokens.
 #include <torch/script.h>
 
+#include <functional>
+
 #include "model/bundle.h"
 #include "reduce/reducer.h"
 
@@ -14,6 +16,11 @@ struct VisionOutput {
   torch::Tensor mean_logits;  // [B, H, N] float32: attention logits averaged over patch queries
   torch::Tensor mean_probs;   // [B, H, N] float32
   torch::Tensor embeddings;   // [B, N, D] projector output: the visual tokens in LLM space
+  // Undefined for bundles whose vision.pt returns 5 outputs (exported before VisionZip support).
+  torch::Tensor cls_features; // [B, C] the CLS token's feature of the feature layer
+  torch::Tensor mean_keys;    // [B, N+1, hd] float32: that layer's head-mean keys, CLS first
+  // The bundle's projector: vision features [n, C] -> LLM embeddings [n, D].
+  std::function<torch::Tensor(const torch::Tensor&)> project;
 
   // Crop `i` as the input of a Reducer with the given budget.
   ReductionInput reduction_input(int64_t i, int64_t budget) const;

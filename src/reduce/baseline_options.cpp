@@ -35,6 +35,12 @@ double parse_double(const std::string& key, const std::string& v) {
   return x;
 }
 
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw Error(ErrorCode::kInvalidArgument, "method option " + key + ": '" + v + "' is not true/false");
+}
+
 const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> table = {
       {"random_seed", [](BaselineOptions& o, const std::string& v) { o.random_seed = static_cast<uint64_t>(parse_int("random_seed", v)); }},
@@ -44,6 +50,8 @@ const std::map<std::string, Setter>& setters() {
          if (!(f >= 0.0 && f < 1.0)) throw Error(ErrorCode::kInvalidArgument, "method option visionzip_contextual_fraction must be in [0, 1)");
          o.visionzip_contextual_fraction = f;
        }},
+      {"cdpruner_negate_relevance",
+       [](BaselineOptions& o, const std::string& v) { o.cdpruner_negate_relevance = parse_bool("cdpruner_negate_relevance", v); }},
       {"fastv_layer", [](BaselineOptions& o, const std::string& v) { o.fastv_layer = parse_int("fastv_layer", v); }},
       {"dart_layer", [](BaselineOptions& o, const std::string& v) { o.dart_layer = parse_int("dart_layer", v); }},
       {"dart_image_pivots", [](BaselineOptions& o, const std::string& v) { o.dart_image_pivots = parse_int("dart_image_pivots", v); }},

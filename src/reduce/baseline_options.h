@@ -16,7 +16,10 @@ struct BaselineOptions {
   double visionzip_contextual_fraction = 10.0 / 64.0;
 
   // ---- CDPruner -------------------------------------------------------------------------------
-  // (filled in by the CDPruner implementation)
+  // Negate the relevance. The official CLIP-text CDPruner negates (CLIP penultimate features rank
+  // inverted); our text-encoder-free variant compares with the decoder's token embeddings, where
+  // the de-facto variant does not (baselines.md §5.5-5.6).
+  bool cdpruner_negate_relevance = false;
 
   // ---- FastV ----------------------------------------------------------------------------------
   int64_t fastv_layer = 2;  // K: layers 0..K-1 see every visual token, layers >= K the kept ones

@@ -1,7 +1,12 @@
 #include "reduce/method.h"
 
 #include "era/error.h"
+#include "reduce/cdpruner.h"
+#include "reduce/divprune.h"
 #include "reduce/era_reducer.h"
+#include "reduce/pooling.h"
+#include "reduce/random_pruning.h"
+#include "reduce/visionzip.h"
 
 namespace era {
 namespace {
@@ -21,6 +26,7 @@ bool is_era_method(const std::string& method) {
 std::string known_methods() {
   std::string names = "full, era";
   for (const auto& v : era_variant_names()) names += ", " + kVariantPrefix + v;
+  for (const auto& m : pre_llm_baseline_names()) names += ", " + m;
   return names;
 }
 
@@ -31,9 +37,26 @@ std::unique_ptr<Reducer> make_reducer(const ReductionOptions& options) {
   if (is_era_method(options.method)) {
     return std::make_unique<EraReducer>(effective_era_options(options), options.method);
   }
+  const BaselineOptions& b = options.baselines;
+  if (options.method == "divprune") return std::make_unique<DivPruneReducer>();
+  if (options.method == "visionzip") return std::make_unique<VisionZipReducer>(b.visionzip_contextual_fraction);
+  if (options.method == "cdpruner") return std::make_unique<CdPrunerReducer>(b.cdpruner_negate_relevance);
+  if (options.method == "pool") return std::make_unique<PoolReducer>();
+  if (options.method == "random") return std::make_unique<RandomReducer>(b.random_seed);
   throw Error(ErrorCode::kInvalidArgument,
               "unknown reduction method '" + options.method + "' (available: " + known_methods() + ")");
 }
+
+const std::vector<std::string>& pre_llm_baseline_names() {
+  static const std::vector<std::string> names = {"divprune", "visionzip", "cdpruner", "pool", "random"};
+  return names;
+}
+
+bool reduces_packed_sequence(const std::string& method) { return method == "divprune"; }
+
+bool selects_per_crop_only(const std::string& method) { return method == "visionzip" || method == "pool"; }
+
+bool needs_instruction_embeddings(const std::string& method) { return method == "cdpruner"; }
 
 EraOptions effective_era_options(const ReductionOptions& options) {
   if (!is_era_method(options.method) || !is_variant(options.method)) return options.era;

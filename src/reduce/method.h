@@ -1,7 +1,9 @@
 #pragma once
-// Choosing a reduction method by name: "full", "era" or "era:<variant>" (see era_options.h).
+// Choosing a reduction method by name: "full", "era" or "era:<variant>" (see era_options.h), or
+// one of the competing pre-LLM methods (README "Competing methods").
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "reduce/baseline_options.h"
 #include "reduce/era_options.h"
@@ -18,6 +20,21 @@ struct ReductionOptions {
 // The reducer for `options.method`; throws era::Error(kInvalidArgument) for an unknown method,
 // listing the known ones.
 std::unique_ptr<Reducer> make_reducer(const ReductionOptions& options);
+
+// The competing methods that run before the decoder, like ERA: divprune, visionzip, cdpruner,
+// pool, random.
+const std::vector<std::string>& pre_llm_baseline_names();
+
+// True for methods that select over LLaVA-NeXT's packed image sequence (base + unpadded grid +
+// newline tokens) instead of per crop: DivPrune, whose official NeXT path is global (§4.3).
+bool reduces_packed_sequence(const std::string& method);
+
+// True for methods defined on one crop's token grid only (VisionZip, pool): they refuse
+// LLaVA-NeXT's "image" budget scope.
+bool selects_per_crop_only(const std::string& method);
+
+// True for methods that need ReductionInput::instruction_embeddings (CDPruner).
+bool needs_instruction_embeddings(const std::string& method);
 
 // The ERA options a method string implies ("era:dep-x" -> variant applied); `options.era` for
 // anything else.

@@ -4,6 +4,7 @@
 // knows which one ran.
 #include <torch/script.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,16 +21,33 @@ struct ReductionInput {
   torch::Tensor mean_logits;       // [H, N] the same, averaged over all patch-query rows
   torch::Tensor mean_probs;        // [H, N]
   int64_t budget = 0;              // tokens to keep; <= 0 or >= N keeps all
+
+  // ---- Inputs only some competing methods use (undefined / empty when not available) --------
+  torch::Tensor cls_feature;       // [C] the CLS token's vision feature (VisionZip)
+  torch::Tensor mean_keys;         // [N+1, hd] float32 head-mean keys, CLS first (VisionZip)
+  // Vision features [n, C] -> LLM embeddings [n, D] through the bundle's projector (VisionZip
+  // merges before the projector).
+  std::function<torch::Tensor(const torch::Tensor&)> project;
+  // [M, D] the decoder's input embeddings of the instruction's text tokens (CDPruner relevance).
+  torch::Tensor instruction_embeddings;
+  // [n_crops * N, D] every crop of the same image (LLaVA-NeXT per-crop path): lets a per-crop
+  // method normalise over the whole image, as CDPruner's relevance min-max does.
+  torch::Tensor image_embeddings;
 };
 
 // What the decoder gets for that image, and what happened.
 struct ReducedTokens {
   torch::Tensor embeddings;          // [K, D] tokens fed to the decoder, in this order (model dtype)
   torch::Tensor log_bias;            // [K] float32: LAR's log b_k of each token as a key (0 = none)
-  std::vector<int64_t> kept;         // [K] original index of each fed token (its anchor), ascending
+  std::vector<int64_t> kept;         // [K] original index of each fed token (its anchor); ascending
+                                     //     except VisionZip ([CLS, dominant, contextual])
   std::vector<int64_t> assignment;   // [N] for every original token, the output slot (0..K-1) of
                                      //     the cluster it went into; -1 if it was dropped
   std::vector<float> entropy;        // [N] head-distribution entropy (empty if not computed)
+  // [K] or empty (= all false): the token stands for no single patch position (VisionZip's CLS
+  // and contextual tokens). Its `kept` entry is still a patch of its crop (the anchor used for
+  // pictures); LLaVA-NeXT packing puts the tile crops' off-grid tokens after the grid.
+  std::vector<bool> off_grid;
 };
 
 class Reducer {
@@ -38,6 +56,13 @@ class Reducer {
   virtual std::string name() const = 0;
   virtual ReducedTokens reduce(const ReductionInput& input) const = 0;
 };
+
+// The tokens `kept` (original indices, ascending) of `input.embeddings`, fed as they are: no bias,
+// every other token dropped (assignment -1). What every pure selection method returns.
+ReducedTokens select_tokens(const ReductionInput& input, const std::vector<int64_t>& kept);
+
+// `budget` resolved against `n` tokens: <= 0 or >= n means all n.
+int64_t effective_budget(int64_t budget, int64_t n);
 
 // "full": every token, in order, no bias.
 class FullReducer final : public Reducer {

@@ -64,6 +64,8 @@ ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t t
   if (per_crop.empty()) throw Error(ErrorCode::kInvalidArgument, "concat_crops: no crops");
   if (tokens_per_crop <= 0) throw Error(ErrorCode::kInvalidArgument, "concat_crops: tokens_per_crop must be positive");
   const bool with_entropy = !per_crop.front().entropy.empty();
+  bool with_off_grid = false;
+  for (const ReducedTokens& r : per_crop) with_off_grid = with_off_grid || !r.off_grid.empty();
   ReducedTokens out;
   std::vector<torch::Tensor> embeddings, biases;
   int64_t slot_offset = 0;
@@ -92,6 +94,15 @@ ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t t
       out.assignment.push_back(a < 0 ? -1 : a + slot_offset);
     }
     if (with_entropy) out.entropy.insert(out.entropy.end(), r.entropy.begin(), r.entropy.end());
+    if (!r.off_grid.empty() && static_cast<int64_t>(r.off_grid.size()) != k)
+      throw Error(ErrorCode::kInvalidArgument, where + ": off_grid must be empty or [kept]");
+    if (with_off_grid) {
+      if (r.off_grid.empty()) {
+        out.off_grid.insert(out.off_grid.end(), static_cast<size_t>(k), false);
+      } else {
+        out.off_grid.insert(out.off_grid.end(), r.off_grid.begin(), r.off_grid.end());
+      }
+    }
     embeddings.push_back(r.embeddings);
     biases.push_back(r.log_bias.defined()
                          ? r.log_bias.reshape({-1})
@@ -126,8 +137,12 @@ ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geom
   if (joint.log_bias.defined() && joint.log_bias.numel() != k)
     throw Error(ErrorCode::kInvalidArgument, "pack_anyres: log_bias must be [kept]");
 
-  // Which reduced slot sits at each grid position (-1: none); base slots in their kept order.
-  std::vector<int64_t> base_slots;
+  if (!joint.off_grid.empty() && static_cast<int64_t>(joint.off_grid.size()) != k)
+    throw Error(ErrorCode::kInvalidArgument, "pack_anyres: off_grid must be empty or [kept]");
+
+  // Which reduced slot sits at each grid position (-1: none); base slots in their kept order;
+  // the tiles' off-grid tokens (VisionZip's CLS and contextual tokens) in slot order.
+  std::vector<int64_t> base_slots, tail_slots;
   std::vector<int64_t> grid(static_cast<size_t>(grid_h * grid_w), -1);
   for (int64_t s = 0; s < k; ++s) {
     const int64_t idx = joint.kept[s];
@@ -135,6 +150,10 @@ ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geom
       throw Error(ErrorCode::kInvalidArgument, "pack_anyres: kept index " + std::to_string(idx) + " out of range");
     if (idx < per_crop) {
       base_slots.push_back(s);
+      continue;
+    }
+    if (!joint.off_grid.empty() && joint.off_grid[static_cast<size_t>(s)]) {
+      tail_slots.push_back(s);
       continue;
     }
     const int64_t tile = idx / per_crop - 1, local = idx % per_crop;
@@ -155,17 +174,21 @@ ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geom
     }
     order.push_back(-1);
   }
+  // After the grid, as VisionZip's own NeXT layout; not subject to unpad (they stand for no cell).
+  order.insert(order.end(), tail_slots.begin(), tail_slots.end());
 
   const auto m = static_cast<int64_t>(order.size());
   std::vector<int64_t> new_slot(static_cast<size_t>(k), -1);
   std::vector<int64_t> gather(static_cast<size_t>(m)), newline_pos;
   ReducedTokens out;
   out.kept.resize(static_cast<size_t>(m));
+  if (!joint.off_grid.empty()) out.off_grid.assign(static_cast<size_t>(m), false);
   for (int64_t i = 0; i < m; ++i) {
     const int64_t s = order[i];
     if (s >= 0) {
       new_slot[s] = i;
       out.kept[i] = joint.kept[s];
+      if (!joint.off_grid.empty()) out.off_grid[static_cast<size_t>(i)] = joint.off_grid[static_cast<size_t>(s)];
       gather[i] = s;
     } else {
       out.kept[i] = -1;

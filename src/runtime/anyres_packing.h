@@ -35,7 +35,8 @@ int64_t anyres_token_count(const AnyresGeometry& geometry);
 // Per-crop reductions (crop c covers original tokens [c*N, (c+1)*N)) joined into one, as if a
 // single reduction had run over all crops: kept indices offset by c*N, assignments by the number
 // of slots of the earlier crops (-1 stays -1), embeddings, log_bias and entropy concatenated
-// (entropy must be present on all crops or on none; a missing log_bias counts as zeros). Throws
+// (entropy must be present on all crops or on none; a missing log_bias counts as zeros; off_grid
+// is concatenated if any crop has it, false for crops without). Throws
 // era::Error(kInvalidArgument) on an empty list or inconsistent sizes.
 ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t tokens_per_crop);
 
@@ -52,6 +53,9 @@ ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t t
 // dropped by the reduction or its anchor by unpad (a member outside the box whose anchor is
 // inside keeps its slot); `embeddings` rows are gathered (newline rows = image_newline cast to
 // the embeddings' dtype and device); `log_bias` gathered, 0 on newlines; `entropy` unchanged.
+// Tile tokens marked `off_grid` (VisionZip's CLS and contextual tokens) have no cell: they follow
+// the last newline in slot order, whatever the unpad box (base tokens stay first either way);
+// `off_grid` is carried to the output order.
 // With the identity ("full") reduction this is exactly HF's packed feature sequence.
 // Throws era::Error(kInvalidArgument) on sizes that do not match the geometry.
 ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geometry, const torch::Tensor& image_newline);

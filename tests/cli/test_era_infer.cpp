@@ -260,3 +260,67 @@ TEST(EraInferErrors, BadOptionValue) {
 
 }  // namespace
 }  // namespace era
+
+namespace era {
+namespace {
+
+// The competing pre-LLM methods end to end: the decoder sees exactly the reported number of
+// visual tokens, which is the budget on LLaVA-1.5 and the real count (newlines included) on
+// LLaVA-NeXT.
+class CompetingMethod : public ::testing::TestWithParam<std::string> {};
+
+nlohmann::json run_json(const std::string& bundle, const std::string& args) {
+  const auto r = test::run_command(test::era_infer_path() + " -m " + bundle + " --image " + sample_png() +
+                                   " -p 'What is in the picture?' -n 2 --json " + args);
+  EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+}
+
+int64_t newlines(const nlohmann::json& reduction) {
+  int64_t n = 0;
+  for (const auto& k : reduction["kept"]) n += k.get<int64_t>() == -1;
+  return n;
+}
+
+TEST_P(CompetingMethod, LlavaFifteenFeedsTheBudget) {
+  const auto j = run_json(test::bundle_dir(), "--method " + GetParam() + " --tokens 64");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["stats"]["visual_tokens"], 64);  // pool: 8 x 8
+  ASSERT_EQ(j["reductions"].size(), 1u);
+  EXPECT_EQ(j["reductions"][0]["kept"].size(), 64u);
+  EXPECT_EQ(j["reductions"][0]["assignment"].size(), 576u);
+}
+
+TEST_P(CompetingMethod, LlavaNextReportsTheRealCount) {
+  const auto full = run_json(test::next_bundle_dir(), "--method full");
+  const auto j = run_json(test::next_bundle_dir(), "--method " + GetParam() + " --tokens 160");
+  ASSERT_FALSE(full.is_null());
+  ASSERT_FALSE(j.is_null());
+  const auto& red = j["reductions"][0];
+  const int64_t fed = j["stats"]["visual_tokens"].get<int64_t>();
+  EXPECT_EQ(fed, static_cast<int64_t>(red["kept"].size()));  // newlines (kept -1) included
+  const int64_t rows = newlines(full["reductions"][0]);
+  const int64_t crops = static_cast<int64_t>(red["assignment"].size()) / 576;
+  if (GetParam() == "divprune") {
+    EXPECT_EQ(fed, 160);  // one selection over the packed sequence, newlines count
+  } else {
+    EXPECT_EQ(newlines(red), rows);  // every surviving row keeps its newline, on top of the budget
+    EXPECT_LE(fed - rows, crops * 32);
+    EXPECT_GT(fed - rows, 32);  // the base crop alone brings up to 32
+  }
+  EXPECT_LT(fed, full["stats"]["visual_tokens"].get<int64_t>());
+}
+
+INSTANTIATE_TEST_SUITE_P(EraInfer, CompetingMethod, ::testing::Values("divprune", "visionzip", "cdpruner", "pool", "random"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(EraInfer, MethodOptionsReachTheReducer) {
+  const auto a = run_json(test::bundle_dir(), "--method random --tokens 16 --method-set random_seed=1");
+  const auto b = run_json(test::bundle_dir(), "--method random --tokens 16 --method-set random_seed=2");
+  ASSERT_FALSE(a.is_null());
+  ASSERT_FALSE(b.is_null());
+  EXPECT_NE(a["reductions"][0]["kept"], b["reductions"][0]["kept"]);
+}
+
+}  // namespace
+}  // namespace era

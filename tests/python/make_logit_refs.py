@@ -101,7 +101,7 @@ def main(argv=None):
 
     with torch.no_grad():
         feats, attn_logits, attn_probs, mean_logits, mean_probs = vision(
-            torch.from_numpy(pixels))
+            torch.from_numpy(pixels))[:5]
         projected = projector(feats)
         save(args.out, "vision_features.npy", feats[0])
         save(args.out, "attn_logits.npy", attn_logits[0])

@@ -472,13 +472,16 @@ class DecoderAttentionTest(unittest.TestCase):
         with torch.no_grad():
             out = vision(x)
             out2 = scripted(x)
-        self.assertEqual(len(out), 5)
-        f, lg, pr, ml, mp = out
+        self.assertEqual(len(out), 7)
+        f, lg, pr, ml, mp, cls_feature, mean_keys = out
         v = self.ckpt.config.vision
         self.assertEqual(list(f.shape), [1, v.num_patches, v.hidden_size])
         for t in (lg, pr, ml, mp):
             self.assertEqual(list(t.shape), [1, v.num_heads, v.num_patches])
             self.assertEqual(t.dtype, torch.float32)
+        self.assertEqual(list(cls_feature.shape), [1, v.hidden_size])
+        self.assertEqual(list(mean_keys.shape), [1, v.num_patches + 1, v.hidden_size // v.num_heads])
+        self.assertEqual(mean_keys.dtype, torch.float32)
         self.assertTrue(all(torch.equal(a, b) for a, b in zip(out, out2)))
         # probs without the CLS column renormalise to the softmax of the logits row
         self.assertTrue(bool((pr.sum(-1) < 1).all()))
@@ -493,10 +496,11 @@ class DecoderAttentionTest(unittest.TestCase):
         S = v.image_size
         x = torch.randn(2, 3, S, S, generator=torch.Generator().manual_seed(6))
         with torch.no_grad():
-            _, cls_logits, cls_probs, mean_logits, mean_probs = vision(x)
+            _, cls_logits, cls_probs, mean_logits, mean_probs, cls_feature, mean_keys = vision(x)
             h = vision.pre_layrnorm(vision.embeddings(x))
             for layer in vision.encoder.layers[:-1]:
                 h = layer(h, False)[0]
+            final = vision.encoder.layers[-1](h, False)[0]  # the feature layer's output, CLS incl.
             attn = vision.encoder.layers[-1].self_attn
             h = vision.encoder.layers[-1].layer_norm1(h).double()
             B, N1, C = h.shape
@@ -516,6 +520,10 @@ class DecoderAttentionTest(unittest.TestCase):
         self.assertLessEqual(float((cls_probs.double() - probs[:, :, 0, 1:]).abs().max()), 1e-7)
         self.assertTrue(bool((mean_probs.sum(-1) < 1).all()))  # the CLS key's share is gone
         self.assertFalse(torch.allclose(mean_logits, cls_logits))  # a different readout
+        # VisionZip's inputs: the CLS token's feature and the head-mean keys (CLS included)
+        self.assertLessEqual(float((cls_feature - final[:, 0]).abs().max()), 1e-5)
+        want_keys = heads(attn.k_proj).mean(1)  # [B, N+1, hd]
+        self.assertLessEqual(float((mean_keys.double() - want_keys).abs().max()), 1e-5)
 
 
 # ================================================================================================
@@ -583,7 +591,7 @@ class ExporterCliTest(unittest.TestCase):
         self.assertLessEqual(float((logits2 - logits).abs().max()), ATOL)
         vis = torch.jit.load(os.path.join(out, "vision.pt"))
         S = m["vision"]["image_size"]
-        self.assertEqual(len(vis(torch.zeros(1, 3, S, S))), 5)
+        self.assertEqual(len(vis(torch.zeros(1, 3, S, S))), 7)
 
     def test_rejects_wrong_model_type(self):
         ck = copy_checkpoint(os.path.join(self.tmp, "ck"))

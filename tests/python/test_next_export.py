@@ -169,7 +169,7 @@ class NextExportTest(Tmp):
         # the vision tower takes the base crop and the tiles as one batch
         vis = torch.jit.load(os.path.join(out, "vision.pt"))
         outs = vis(torch.randn(5, 3, 336, 336, generator=torch.Generator().manual_seed(0)))
-        self.assertEqual(len(outs), 5)
+        self.assertEqual(len(outs), 7)
         self.assertEqual(list(outs[0].shape), [5, 576, m["vision"]["hidden_size"]])
         one = vis(torch.randn(5, 3, 336, 336, generator=torch.Generator().manual_seed(0))[2:3])
         self.assertLessEqual(float((outs[0][2:3] - one[0]).abs().max()), 1e-4)

@@ -407,3 +407,56 @@ TEST(AnyresPackingTest, RefusesMismatchedInputs) {
 
 }  // namespace
 }  // namespace era
+
+namespace era {
+namespace {
+
+// VisionZip's layout: the tiles' off-grid tokens (CLS, contextual) follow the grid, whatever the
+// unpad box; base tokens stay first in their own order; grid tokens are packed as usual.
+TEST(AnyresPackingTest, OffGridTokensFollowTheGrid) {
+  const AnyresGeometry g = geometry_for(300, 800);  // 1 x 3 tiles, columns trimmed by unpad
+  const int64_t per_crop = kP * kP, crops = 1 + g.rows * g.cols, n = crops * per_crop, d = 3;
+  const UnpadBox box = unpad_box(g);
+  ASSERT_GT(box.top + (g.rows * kP - box.bottom) + box.left + (g.cols * kP - box.right), 0) << "want a trimmed grid";
+  // Per crop: [off-grid anchored at patch 0 (trimmed away on the tiles when top > 0 or left > 0),
+  // one grid token at the crop's centre, off-grid anchored at the centre].
+  std::vector<ReducedTokens> per;
+  for (int64_t c = 0; c < crops; ++c) {
+    ReducedTokens r;
+    r.kept = {0, 300, 300};
+    r.off_grid = {true, false, true};
+    r.assignment.assign(static_cast<size_t>(per_crop), -1);
+    r.assignment[300] = 1;
+    r.embeddings = torch::full({3, d}, static_cast<float>(c)) + torch::arange(3).unsqueeze(1).to(torch::kFloat) * 0.1;
+    r.log_bias = torch::zeros({3});
+    per.push_back(r);
+  }
+  const ReducedTokens joint = concat_crops(per, per_crop);
+  ASSERT_EQ(joint.off_grid.size(), static_cast<size_t>(3 * crops));
+  const torch::Tensor newline = torch::full({d}, -1.0f);
+  const ReducedTokens packed = pack_anyres(joint, g, newline);
+  const int64_t rows = box.bottom - box.top;
+  int64_t grid_tokens = 0;  // tile centres inside the box
+  for (int64_t t = 0; t < g.rows * g.cols; ++t) {
+    const int64_t r = (t / g.cols) * kP + 300 / kP, c = (t % g.cols) * kP + 300 % kP;
+    grid_tokens += r >= box.top && r < box.bottom && c >= box.left && c < box.right;
+  }
+  ASSERT_EQ(static_cast<int64_t>(packed.kept.size()), 3 + grid_tokens + rows + 2 * (crops - 1));
+  // base first, unchanged
+  EXPECT_EQ(std::vector<int64_t>(packed.kept.begin(), packed.kept.begin() + 3), std::vector<int64_t>({0, 300, 300}));
+  EXPECT_TRUE(packed.off_grid[0]);
+  // the tail: every tile's two off-grid tokens, in slot (crop) order, never trimmed
+  const int64_t tail = 3 + grid_tokens + rows;
+  for (int64_t t = 0; t < crops - 1; ++t) {
+    EXPECT_EQ(packed.kept[tail + 2 * t], (t + 1) * per_crop + 0);
+    EXPECT_EQ(packed.kept[tail + 2 * t + 1], (t + 1) * per_crop + 300);
+    EXPECT_TRUE(packed.off_grid[tail + 2 * t]);
+    EXPECT_NEAR(packed.embeddings[tail + 2 * t][0].item<float>(), static_cast<float>(t + 1), 1e-6);
+    EXPECT_NEAR(packed.embeddings[tail + 2 * t + 1][0].item<float>(), static_cast<float>(t + 1) + 0.2f, 1e-6);
+  }
+  // the last grid-part token is a newline
+  EXPECT_EQ(packed.kept[tail - 1], -1);
+}
+
+}  // namespace
+}  // namespace era

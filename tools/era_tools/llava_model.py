@@ -5,7 +5,8 @@ exact interfaces) and what `tests/python/make_logit_refs.py` runs as the eager r
 
   VisionTower   CLIP ViT up to the feature layer; also returns that layer's saliency maps in
                 float32: the CLS-query attention row (ERA's default) and the CLS-free "mean"
-                readout (patch query rows averaged), each as logits and probabilities
+                readout (patch query rows averaged), each as logits and probabilities; and, for
+                VisionZip, the CLS token's feature and the head-averaged keys of all tokens
   Projector     Linear -> exact (erf) GELU -> Linear; for LLaVA-NeXT it also carries the learned
                 `image_newline` [D] parameter (not used by forward: the caller packs it)
   LlamaDecoder  LLaMA with the LAR attention and an in-place KV cache whose K~ rows carry every
@@ -95,10 +96,11 @@ class CLIPAttention(nn.Module):
         self.out_proj = nn.Linear(C, C, **kw)
 
     def forward(self, x: torch.Tensor, need_saliency: bool
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """-> (output, cls_logits [B,H,N+1] incl. the CLS column, mean_logits [B,H,N],
-        mean_probs [B,H,N]); the three saliency tensors are float32 and empty unless
-        need_saliency."""
+        mean_probs [B,H,N], mean_keys [B,N+1,head_dim]); the four saliency tensors are float32
+        and empty unless need_saliency. mean_keys: the keys k_proj(x) averaged over the heads,
+        CLS included (VisionZip's token-similarity metric)."""
         B, N, C = x.shape
         q = self.q_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
@@ -117,11 +119,13 @@ class CLIPAttention(nn.Module):
             full = torch.matmul(q.float(), kf) * self.scale  # [B, H, N+1, N+1]
             mean_logits = full[:, :, 1:, 1:].mean(dim=2)
             mean_probs = torch.softmax(full, dim=-1)[:, :, 1:, 1:].mean(dim=2)
+            mean_keys = k.float().mean(dim=1)  # [B, N+1, head_dim]
         else:
             cls_logits = torch.zeros(0, device=x.device)
             mean_logits = cls_logits
             mean_probs = cls_logits
-        return self.out_proj(out), cls_logits, mean_logits, mean_probs
+            mean_keys = cls_logits
+        return self.out_proj(out), cls_logits, mean_logits, mean_probs, mean_keys
 
 
 class CLIPMLP(nn.Module):
@@ -145,11 +149,12 @@ class CLIPEncoderLayer(nn.Module):
         self.mlp = CLIPMLP(cfg, **kw)
 
     def forward(self, x: torch.Tensor, need_saliency: bool
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        h, cls_logits, mean_logits, mean_probs = self.self_attn(self.layer_norm1(x), need_saliency)
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        h, cls_logits, mean_logits, mean_probs, mean_keys = self.self_attn(self.layer_norm1(x),
+                                                                            need_saliency)
         x = x + h
         x = x + self.mlp(self.layer_norm2(x))
-        return x, cls_logits, mean_logits, mean_probs
+        return x, cls_logits, mean_logits, mean_probs, mean_keys
 
 
 class CLIPEncoder(nn.Module):
@@ -162,19 +167,20 @@ class CLIPEncoder(nn.Module):
         self.num_layers = cfg.layers_run
 
     def forward(self, x: torch.Tensor
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         cls_logits = torch.zeros(0, device=x.device)
-        mean_logits, mean_probs = cls_logits, cls_logits
+        mean_logits, mean_probs, mean_keys = cls_logits, cls_logits, cls_logits
         for i, layer in enumerate(self.layers):
-            x, c, ml, mp = layer(x, i == self.num_layers - 1)
+            x, c, ml, mp, mk = layer(x, i == self.num_layers - 1)
             if i == self.num_layers - 1:
-                cls_logits, mean_logits, mean_probs = c, ml, mp
-        return x, cls_logits, mean_logits, mean_probs
+                cls_logits, mean_logits, mean_probs, mean_keys = c, ml, mp, mk
+        return x, cls_logits, mean_logits, mean_probs, mean_keys
 
 
 class VisionTower(nn.Module):
     """pixels [B,3,S,S] float32 -> (features [B,N,C] model dtype, CLS logits [B,H,N] f32,
-    CLS probs [B,H,N] f32, mean logits [B,H,N] f32, mean probs [B,H,N] f32). Features are HF
+    CLS probs [B,H,N] f32, mean logits [B,H,N] f32, mean probs [B,H,N] f32, CLS feature [B,C]
+    model dtype, mean keys [B,N+1,head_dim] f32). Features are HF
     `hidden_states[feature_layer]` with CLS dropped. CLS: that layer's CLS query row; the
     probabilities are the softmax over the whole row (CLS column included), then dropped. Mean
     (CLS-free readout): the same layer's attention averaged over the N patch query rows (CLS query
@@ -189,13 +195,14 @@ class VisionTower(nn.Module):
         self.encoder = CLIPEncoder(cfg, **kw)
 
     def forward(self, pixel_values: torch.Tensor
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                           torch.Tensor, torch.Tensor]:
         x = self.pre_layrnorm(self.embeddings(pixel_values))
-        x, cls_logits, mean_logits, mean_probs = self.encoder(x)
+        x, cls_logits, mean_logits, mean_probs, mean_keys = self.encoder(x)
         cls_probs = torch.softmax(cls_logits, dim=-1)
         return (x[:, 1:].contiguous(), cls_logits[:, :, 1:].contiguous(),
                 cls_probs[:, :, 1:].contiguous(), mean_logits.contiguous(),
-                mean_probs.contiguous())
+                mean_probs.contiguous(), x[:, 0].contiguous(), mean_keys.contiguous())
 
 
 # ================================================================================================
