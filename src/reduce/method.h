@@ -1,5 +1,7 @@
 #pragma once
 // Choosing a reduction method by name: "full", "era" or "era:<variant>" (see era_options.h).
+// The in-decoder methods "fastv" and "dart" get "full" here: their pruning happens in the
+// decoder's prefill (runtime/in_decoder_pruning.h), wired by the Session.
 #include <memory>
 #include <string>
 
