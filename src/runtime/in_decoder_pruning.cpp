@@ -186,6 +186,7 @@ PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, c
   const int64_t K = pruner.layer(), N = decoder.num_layers(), L = sequence.length();
   if (K < 1 || K >= N) throw Error(ErrorCode::kInvalidArgument, pruner.name() + ": pruning layer out of range");
   if (sequence.embeds.size(0) != 1) throw Error(ErrorCode::kInvalidArgument, "in-decoder pruning runs one sequence at a time");
+  if (cache.length() != 0) throw Error(ErrorCode::kInvalidArgument, "in-decoder pruning prefills an empty KV cache");
 
   // Layers 0..K-1 on the whole prompt.
   auto [hidden, attention] =
