@@ -190,11 +190,30 @@ def decoder_pass(m, x, dtype, lar_path):
     return [prefill, step, last, attn, k_cache, v_cache]
 
 
+def range_pass(m, x, dtype):
+    """The in-decoder pruning pieces: run_range over [0, 1) with attention and [1, L) on gapped
+    positions (every other token), final_norm, logits; on a fresh cache."""
+    device, T0 = x["pixels"].device, x["T0"]
+    k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    emb = m.embed(x["ids"])[:, :T0]
+    pos = torch.arange(T0, device=device).unsqueeze(0)
+    bias, sc = x["bias"][:, :T0], x["scales"]
+    n = len(x["scales"])
+    low, attn = m.run_range(emb, pos, 0, bias, k_cache, v_cache, sc, 0, 0, 1, True)
+    keep = torch.arange(0, T0, 2, device=device)
+    high, _ = m.run_range(low[:, keep], pos[:, keep], 0, bias[:, keep], k_cache, v_cache, sc, 1,
+                          1, n, False)
+    return [low, attn, high, m.final_norm(high), m.logits(high, False), m.logits(high, True),
+            k_cache, v_cache]
+
+
 def run_decoder(m, x, dtype):
-    """embed, both LAR paths (decoder_pass), attend."""
+    """embed, both LAR paths (decoder_pass), attend, the layer-range methods (range_pass)."""
     emb = m.embed(x["ids"])
     att = m.attend(x["q"], x["k"], x["v"], x["k_bias"], 2)
-    return [emb] + decoder_pass(m, x, dtype, 0) + decoder_pass(m, x, dtype, 1) + [att]
+    return ([emb] + decoder_pass(m, x, dtype, 0) + decoder_pass(m, x, dtype, 1) + [att]
+            + range_pass(m, x, dtype))
 
 
 def max_diff(ref, got):

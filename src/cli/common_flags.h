@@ -48,7 +48,9 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
   app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr; competing methods: "
-                 "divprune, visionzip, cdpruner, pool, random (README \"Competing methods\")")
+                 "divprune, visionzip, cdpruner, pool, random; in-decoder: fastv, dart (prune after layer K = "
+                 "--method-set fastv_layer/dart_layer; --tokens = kept per image, LLaVA-NeXT: of the whole image span). "
+                 "See README \"Competing methods\"")
       ->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)");
   app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
@@ -59,7 +61,8 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
   app.add_option("--method-set", f.method_set,
-                 "set one competing-method option, key=value (e.g. fastv_layer=3, random_seed=7); repeatable");
+                 "set one competing-method option, key=value (e.g. fastv_layer=3, dart_exact_budget=true, random_seed=7); "
+                 "repeatable");
 }
 
 inline SessionOptions session_options(const ModelFlags& f) {

@@ -43,7 +43,8 @@ std::string mib(int64_t bytes) {
 nlohmann::json stats_json(const era::Stats& s) {
   return {{"preprocess_ms", s.preprocess_ms}, {"vision_ms", s.vision_ms},       {"reduce_ms", s.reduce_ms},
           {"prefill_ms", s.prefill_ms},       {"decode_ms", s.decode_ms},       {"decode_step_ms", s.decode_step_ms},
-          {"total_ms", s.total_ms},           {"visual_tokens", s.visual_tokens}, {"text_tokens", s.text_tokens},
+          {"total_ms", s.total_ms},           {"visual_tokens", s.visual_tokens},
+          {"visual_tokens_early_layers", s.visual_tokens_early_layers}, {"text_tokens", s.text_tokens},
           {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
           {"kv_cache_bytes", s.kv_cache_bytes}, {"kv_cache_allocated_bytes", s.kv_cache_allocated_bytes}};
 }

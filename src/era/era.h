@@ -37,7 +37,10 @@ struct SessionOptions {
 // Which visual-token reduction runs between the projector and the decoder, with which budget.
 struct ReductionRequest {
   // "full" (no reduction), "era", or an ERA ablation: "era:dep-x", "era:dep-y", "era:dep",
-  // "era:dep+btr" (the paper's module table).
+  // "era:dep+btr" (the paper's module table). In-decoder competing methods: "fastv", "dart":
+  // every visual token enters the decoder, layers >= K (baselines.fastv_layer / dart_layer) keep
+  // `tokens` of them per image (NeXT: of the whole image span, newlines included, regardless of
+  // `scope`); DART keeps 4 + 8 * floor(tokens / 8) unless baselines.dart_exact_budget.
   std::string method = "full";
   int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
   float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
@@ -67,7 +70,8 @@ struct Request {
 struct Stats {
   double preprocess_ms = 0, vision_ms = 0, reduce_ms = 0, prefill_ms = 0, decode_ms = 0, total_ms = 0;
   std::vector<double> decode_step_ms;  // one per decode step
-  int64_t visual_tokens = 0;           // image tokens the decoder saw
+  int64_t visual_tokens = 0;           // image tokens the decoder saw (fastv/dart: layers >= K)
+  int64_t visual_tokens_early_layers = 0;  // image tokens decoder layer 0 saw (differs for fastv/dart)
   int64_t text_tokens = 0;             // prompt tokens that are text
   int64_t prompt_tokens = 0;           // visual + text
   int64_t generated_tokens = 0;
@@ -143,7 +147,8 @@ class Session {
 
   // Answers several requests together: one batched prefill and one batched decode step per token
   // (left padding; padded keys masked). Each result equals generate() of that request alone (same
-  // tokens; timings are shared). `on_text` is not called. An error in one request (a bad image)
+  // tokens; timings are shared). `on_text` is not called. A batch with an in-decoder method
+  // (fastv, dart) runs its requests one by one. An error in one request (a bad image)
   // throws for the whole batch: callers that must keep going retry the requests one by one.
   std::vector<Result> generate_batch(const std::vector<Request>& requests);
 
@@ -152,6 +157,7 @@ class Session {
 
   // Prefills the request twice (its reduction method, and "full") and measures every layer's
   // last-query attention; generates nothing.
+  // Refuses the in-decoder methods (fastv, dart).
   AttentionReport attention_report(const Request& request);
 
   ModelInfo info() const;

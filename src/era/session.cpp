@@ -14,6 +14,7 @@
 #include "runtime/anyres_packing.h"
 #include "runtime/batch_generator.h"
 #include "runtime/generator.h"
+#include "runtime/in_decoder_pruning.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "text/prompt.h"
@@ -224,6 +225,45 @@ ReducedImages reduce_images(const VisionOutput& vision, const PreparedInput& in,
   return out;
 }
 
+// FastV / DART: one span per image with its budget (NeXT: the whole packed span, the budget is
+// its total), and the pruner. Empty pruner for every other method.
+struct InDecoderSetup {
+  std::unique_ptr<InDecoderPruner> pruner;
+  InDecoderPruning pruning;
+};
+
+InDecoderSetup in_decoder_setup(const ReductionRequest& request, const PromptSequence& seq, const Decoder& decoder) {
+  InDecoderSetup setup;
+  if (!is_in_decoder_method(request.method)) return setup;
+  setup.pruner = make_in_decoder_pruner(request.method, request.baselines, decoder.num_layers());
+  decoder.require_layer_ranges(request.method);
+  setup.pruning.pruner = setup.pruner.get();
+  for (const auto& segment : seq.segments) {
+    if (segment.kind != SequenceSegment::Kind::kImage) continue;
+    setup.pruning.spans.push_back({segment.start, segment.length, resolve_budget(request, segment.length, request.tokens)});
+  }
+  return setup;
+}
+
+// Rewrites each image's description to what layers >= K kept (`kept_in_span`: offsets inside the
+// image's span, whose full description lists the original index at each offset).
+void describe_in_decoder(const std::vector<std::vector<int64_t>>& kept_in_span, std::vector<ImageReduction>& reductions) {
+  for (size_t i = 0; i < reductions.size() && i < kept_in_span.size(); ++i) {
+    ImageReduction& d = reductions[i];
+    const std::vector<int64_t> span_originals = d.kept;  // "full": every token of the span
+    d.kept.clear();
+    d.assignment.assign(static_cast<size_t>(d.original_tokens), -1);
+    d.cluster_sizes.clear();
+    for (const int64_t offset : kept_in_span[i]) {
+      const int64_t original = span_originals[static_cast<size_t>(offset)];
+      if (original >= 0) d.assignment[static_cast<size_t>(original)] = static_cast<int64_t>(d.kept.size());
+      d.cluster_sizes.push_back(original >= 0 ? 1 : 0);  // a NeXT newline stands for no vision token
+      d.kept.push_back(original);
+    }
+    d.bias.assign(d.kept.size(), 1.0f);
+  }
+}
+
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
@@ -252,6 +292,7 @@ PromptSequence stage_request(Session::Impl& impl, const Session& session, const 
   PromptSequence seq = build_sequence(*impl.decoder, in.token_ids, in.image_token_id, images.tokens);
   result.reductions = std::move(images.descriptions);
   st.visual_tokens = seq.visual_tokens();
+  st.visual_tokens_early_layers = st.visual_tokens;
   st.text_tokens = seq.text_tokens();
   st.prompt_tokens = seq.length();
   check_fits(st.text_tokens, st.visual_tokens, impl.max_context());
@@ -344,9 +385,16 @@ Result Session::generate(const Request& request) {
     // The last sampled token is never fed back, so max_new_tokens - 1 decode slots suffice.
     KvCache cache = impl_->decoder->make_cache(1, seq.length() + std::max<int64_t>(limits.max_new_tokens - 1, 0));
     Sampler sampler({request.temperature, request.top_p, request.seed});
+    const InDecoderSetup in_decoder = in_decoder_setup(request.reduction, seq, *impl_->decoder);
     Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id,
-                        lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers));
+                        lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers),
+                        in_decoder.pruner ? &in_decoder.pruning : nullptr);
     GenerationOutput out = generator.run(seq, limits, sampler, cache, request.on_text);
+    if (in_decoder.pruner && !out.kept_in_span.empty()) {  // report what layers >= K really saw
+      st.visual_tokens = out.pruned_visual_tokens;
+      st.prompt_tokens = st.text_tokens + st.visual_tokens;
+      describe_in_decoder(out.kept_in_span, result.reductions);
+    }
 
     result.tokens = std::move(out.tokens);
     result.finish_reason = out.finish_reason;
@@ -374,7 +422,9 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
     const LarSettings other = lar_of(r);
     one_lar = one_lar && other.layer_scale == lar.layer_scale && other.path == lar.path;
   }
-  if (requests.size() == 1 || !one_lar) {  // one decoder call serves one LAR setting
+  bool in_decoder = false;  // FastV / DART prune per sequence inside prefill: no batched path
+  for (const Request& r : requests) in_decoder = in_decoder || is_in_decoder_method(r.reduction.method);
+  if (requests.size() == 1 || !one_lar || in_decoder) {  // one decoder call serves one LAR setting
     std::vector<Result> results;
     for (const Request& r : requests) {
       Request quiet = r;
@@ -427,6 +477,10 @@ AttentionReport Session::attention_report(const Request& request) {
   c10::InferenceMode inference;
   const PreparedInput in = prepare(request);
   if (in.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
+  if (is_in_decoder_method(request.reduction.method)) {
+    throw Error(ErrorCode::kInvalidArgument, "the attention report compares pre-decoder reductions; '" + request.reduction.method +
+                                                 "' prunes inside the decoder");
+  }
   const auto& m = impl_->bundle.manifest;
   try {
     const VisionOutput vision = impl_->vision->encode(in.pixel_values);

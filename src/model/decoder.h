@@ -6,6 +6,7 @@
 #include "model/kv_cache.h"
 #include "reduce/era_options.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,12 +39,36 @@ class Decoder {
                                                                  const torch::Tensor& key_log_bias, KvCache& cache,
                                                                  const LarSettings& lar = {});
 
+  // ---- layer by layer (in-decoder pruning: FastV, DART) --------------------------------------
+  // Whether the bundle exports run_range / final_norm / logits (bundles exported before these
+  // methods existed do not; everything else works with them).
+  bool supports_layer_ranges() const;
+  // Throws era::Error(kBundle) naming `what` unless supports_layer_ranges().
+  void require_layer_ranges(const std::string& what) const;
+
+  // Runs hidden states `x` [B, T, D] at RoPE `positions` [B, T] (any positions: gaps allowed)
+  // through layers [begin, end) only, writing their K/V into those layers' cache slots at the
+  // layers' current length and advancing them (cache.advance_layers). Returns the hidden states
+  // after layer end-1, and with `need_attention` those layers' last-query attention logits
+  // [end-begin, B, H, length + T] (scaled, LAR bias included; otherwise an undefined tensor).
+  std::pair<torch::Tensor, torch::Tensor> run_range(const torch::Tensor& x, const torch::Tensor& positions,
+                                                    const torch::Tensor& key_log_bias, KvCache& cache, int64_t begin,
+                                                    int64_t end, bool need_attention, const LarSettings& lar = {});
+  // The final RMSNorm alone: [B, T, D] -> [B, T, D] in the model dtype.
+  torch::Tensor final_norm(const torch::Tensor& x);
+  // Final norm + LM head of the last layer's hidden states -> float32 [B, T, V] or [B, 1, V].
+  torch::Tensor logits(const torch::Tensor& x, bool last_only);
+
+  int64_t num_layers() const { return bundle_.manifest.text.num_layers; }
+  const TextSpec& text_spec() const { return bundle_.manifest.text; }
+
   // A cache sized for this decoder.
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
  private:
   std::vector<c10::IValue> inputs(const torch::Tensor& embeds, const torch::Tensor& positions,
                                   const torch::Tensor& key_log_bias, KvCache& cache, const LarSettings& lar);
+  torch::Tensor layer_scales(const LarSettings& lar) const;
   ModelBundle& bundle_;
 };
 

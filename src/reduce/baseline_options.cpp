@@ -55,6 +55,16 @@ const std::map<std::string, Setter>& setters() {
       {"fastv_layer", [](BaselineOptions& o, const std::string& v) { o.fastv_layer = parse_int("fastv_layer", v); }},
       {"dart_layer", [](BaselineOptions& o, const std::string& v) { o.dart_layer = parse_int("dart_layer", v); }},
       {"dart_image_pivots", [](BaselineOptions& o, const std::string& v) { o.dart_image_pivots = parse_int("dart_image_pivots", v); }},
+      {"dart_exact_budget",
+       [](BaselineOptions& o, const std::string& v) {
+         if (v == "true" || v == "1") {
+           o.dart_exact_budget = true;
+         } else if (v == "false" || v == "0") {
+           o.dart_exact_budget = false;
+         } else {
+           throw Error(ErrorCode::kInvalidArgument, "method option dart_exact_budget: '" + v + "' is not true/false/1/0");
+         }
+       }},
       {"dart_text_pivots", [](BaselineOptions& o, const std::string& v) { o.dart_text_pivots = parse_int("dart_text_pivots", v); }},
   };
   return table;

@@ -28,6 +28,9 @@ struct BaselineOptions {
   int64_t dart_layer = 2;         // K, as for FastV
   int64_t dart_image_pivots = 4;  // pivots among the image tokens (largest key L1 norm)
   int64_t dart_text_pivots = 4;   // pivots among the text after the image
+  // false (official code): image pivots + (image + text pivots) * floor(B / 8) tokens are kept, so
+  // --tokens 128 keeps 132; true: exactly B (our adaptation). Stats report the real count.
+  bool dart_exact_budget = false;
 };
 
 // "key=value" -> the field of that name; throws era::Error(kInvalidArgument) naming the key for an

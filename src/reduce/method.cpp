@@ -27,6 +27,7 @@ std::string known_methods() {
   std::string names = "full, era";
   for (const auto& v : era_variant_names()) names += ", " + kVariantPrefix + v;
   for (const auto& m : pre_llm_baseline_names()) names += ", " + m;
+  names += ", fastv, dart";
   return names;
 }
 
@@ -34,6 +35,9 @@ std::string known_methods() {
 
 std::unique_ptr<Reducer> make_reducer(const ReductionOptions& options) {
   if (options.method == "full") return std::make_unique<FullReducer>();
+  // FastV and DART prune inside the decoder (runtime/in_decoder_pruning.h): before it they keep
+  // every token.
+  if (options.method == "fastv" || options.method == "dart") return std::make_unique<FullReducer>();
   if (is_era_method(options.method)) {
     return std::make_unique<EraReducer>(effective_era_options(options), options.method);
   }

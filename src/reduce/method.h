@@ -1,6 +1,8 @@
 #pragma once
 // Choosing a reduction method by name: "full", "era" or "era:<variant>" (see era_options.h), or
-// one of the competing pre-LLM methods (README "Competing methods").
+// one of the competing methods (README "Competing methods"). The in-decoder methods "fastv" and
+// "dart" get "full" here: their pruning happens in the decoder's prefill
+// (runtime/in_decoder_pruning.h), wired by the Session.
 #include <memory>
 #include <string>
 #include <vector>

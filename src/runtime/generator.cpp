@@ -32,7 +32,15 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
   if (limits.max_new_tokens <= 0) return out;
 
   auto t0 = std::chrono::steady_clock::now();
-  auto logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true, lar_);
+  torch::Tensor logits;
+  if (pruning_ != nullptr) {
+    PrunedPrefill pruned = prefill_pruned(decoder_, sequence, *pruning_, cache, lar_);
+    logits = pruned.logits;
+    out.kept_in_span = std::move(pruned.kept_in_span);
+    out.pruned_visual_tokens = pruned.visual_tokens;
+  } else {
+    logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true, lar_);
+  }
   int64_t next = sampler.next(logits[0][-1]);
   out.prefill_ms = ms_since(t0);
 
@@ -61,7 +69,11 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
 
     t0 = std::chrono::steady_clock::now();
     const auto embed = decoder_.embed(torch::full({1, 1}, next, torch::kLong));
-    logits = decoder_.forward(embed, torch::full({1, 1}, position, torch::kLong), zero_bias, cache, /*last_only=*/true, lar_);
+    if (pruning_ != nullptr) {  // the original RoPE position, even though layers >= K hold fewer slots
+      logits = decode_pruned(decoder_, embed, position, pruning_->pruner->layer(), cache, lar_);
+    } else {
+      logits = decoder_.forward(embed, torch::full({1, 1}, position, torch::kLong), zero_bias, cache, /*last_only=*/true, lar_);
+    }
     next = sampler.next(logits[0][-1]);
     out.decode_ms.push_back(ms_since(t0));
     ++position;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/decoder.h"
+#include "runtime/in_decoder_pruning.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "text/tokenizer.h"
@@ -26,12 +27,19 @@ struct GenerationOutput {
   std::string finish_reason;    // "eos", "length" or "cancelled"
   double prefill_ms = 0.0;
   std::vector<double> decode_ms;  // one per decode step
+  // In-decoder pruning only (empty otherwise): per image span, the offsets inside it that layers
+  // >= K kept, and how many image tokens those layers saw in all.
+  std::vector<std::vector<int64_t>> kept_in_span;
+  int64_t pruned_visual_tokens = 0;
 };
 
 class Generator {
  public:
-  Generator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id, LarSettings lar = {})
-      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id), lar_(std::move(lar)) {}
+  // With `pruning` (FastV, DART), prefill prunes inside the decoder (runtime/in_decoder_pruning.h)
+  // and every decode step runs over the two groups of layers.
+  Generator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id, LarSettings lar = {},
+            const InDecoderPruning* pruning = nullptr)
+      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id), lar_(std::move(lar)), pruning_(pruning) {}
 
   // `cache` must be empty and have room for the sequence plus max_new_tokens - 1 slots.
   GenerationOutput run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler, KvCache& cache,
@@ -42,6 +50,7 @@ class Generator {
   const Tokenizer& tokenizer_;
   int64_t eos_id_;
   LarSettings lar_;
+  const InDecoderPruning* pruning_;
 };
 
 }  // namespace era

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -151,6 +152,45 @@ TEST(EraInfer, TwoImagesInOnePrompt) {
     EXPECT_EQ(tokens["image_positions"].size(), 2u);
     EXPECT_EQ(j["stats"]["visual_tokens"].get<size_t>(), j["reductions"][0]["kept"].size() + j["reductions"][1]["kept"].size());
   }
+}
+
+// FastV / DART prune inside the decoder (after layer K = 1 of the tiny 2-layer model): the
+// stats report what layers >= K saw, layer 0 saw every visual token.
+TEST(EraInfer, InDecoderMethodsEndToEnd) {
+  for (const std::string bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
+    auto run = [&](const std::string& args) {
+      const auto r = test::run_command(test::era_infer_path() + " -m " + bundle + " --image " + sample_png() +
+                                       " -p 'What is in the picture?' -n 4 --ignore-eos --json " + args);
+      EXPECT_EQ(r.exit_code, 0) << bundle << " " << args << ": " << r.err;
+      return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+    };
+    const auto full = run("");
+    ASSERT_FALSE(full.empty());
+    const int64_t all = full["stats"]["visual_tokens"];
+    const std::string k1 = " --method-set fastv_layer=1 --method-set dart_layer=1";
+    for (const auto& [method, extra, want] : std::vector<std::tuple<std::string, std::string, int64_t>>{
+             {"fastv", "", 64}, {"dart", "", 68 /* official: 4 + 8 * floor(64 / 8) */},
+             {"dart", " --method-set dart_exact_budget=true", 64}}) {
+      const auto j = run("--method " + method + " --tokens 64" + k1 + extra);
+      ASSERT_FALSE(j.empty());
+      EXPECT_EQ(j["stats"]["visual_tokens"], want) << bundle << " " << method << extra;
+      EXPECT_EQ(j["stats"]["visual_tokens_early_layers"], all) << bundle << " " << method;
+      EXPECT_EQ(j["stats"]["prompt_tokens"], j["stats"]["text_tokens"].get<int64_t>() + want);
+      EXPECT_EQ(j["tokens"].size(), 4u);
+      ASSERT_EQ(j["reductions"].size(), 1u);
+      EXPECT_EQ(j["reductions"][0]["method"], method);
+      EXPECT_EQ(j["reductions"][0]["kept"].size(), static_cast<size_t>(want));
+    }
+    // A budget of the whole image keeps everything: the answer is the unpruned one.
+    const auto keep_all = run("--method fastv --tokens " + std::to_string(all) + k1);
+    ASSERT_FALSE(keep_all.empty());
+    EXPECT_EQ(keep_all["tokens"], full["tokens"]) << bundle;
+  }
+}
+
+TEST(EraInferErrors, InDecoderLayerOutOfRange) {
+  // The default K = 2 leaves no layer to prune in the 2-layer tiny model.
+  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method fastv --tokens 64")), "fastv_layer");
 }
 
 TEST(EraInferErrors, UnknownMethod) {

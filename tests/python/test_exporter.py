@@ -409,6 +409,58 @@ class DecoderAttentionTest(unittest.TestCase):
                     self.check_cached_vs_explicit(scripted, explicit, cfg, B=2, seed=9,
                                                   scales=scales, lar_path=lar_path)
 
+    def test_layer_ranges_prune_like_the_mask_reference(self):
+        """In-decoder pruning through the scripted run_range (layers < K on everything, layers
+        >= K on the kept tokens at their original, gapped positions, a decode step through both
+        groups) equals the explicit "mask implementation" (dropped keys hidden from layer K on);
+        the cache's post-RoPE keys of layer K-1 equal explicit_signals' (GQA heads repeated)."""
+        cfg = TextConfig(hidden_size=96, intermediate_size=160, num_layers=3, num_heads=6,
+                         num_kv_heads=2, head_dim=16, vocab_size=50, max_position_embeddings=64,
+                         rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+        torch.manual_seed(7)
+        explicit = lm.ExplicitLlamaDecoder(cfg).eval()
+        with torch.no_grad():
+            for p in explicit.parameters():
+                p.add_(torch.randn_like(p) * 0.05)
+        T, K = 12, 2
+        embeds, pos, _ = self.inputs(cfg, 1, T + 1, seed=3)
+        bias = torch.zeros(1, T + 1)
+        kept = torch.tensor([0, 1, 3, 4, 7, 9, 10, 11])  # image tokens 2..8 -> keep 3, 4, 7
+        key_kept = torch.zeros(1, T + 1, dtype=torch.bool)
+        key_kept[0, kept] = True
+        key_kept[0, T] = True  # the decode token
+        with torch.no_grad():
+            want = explicit.forward_explicit_masked(embeds, pos, bias, K, key_kept)[0]
+            _, want_keys, _ = explicit.explicit_signals(embeds[:, :T], pos[:, :T], bias[:, :T],
+                                                        K - 1)
+        for mode in modes():
+            dec = lm.LlamaDecoder(cfg, attention=mode).eval()
+            dec.load_state_dict(explicit.state_dict())
+            m = torch.jit.script(dec)
+            shape = (cfg.num_layers, 1, cfg.num_kv_heads, 16, cfg.cache_head_dim)
+            kc, vc = torch.zeros(shape), torch.zeros(shape)
+            sc = torch.ones(cfg.num_layers)
+            with torch.no_grad():
+                low, attn = m.run_range(embeds[:, :T], pos[:, :T], 0, bias[:, :T], kc, vc, sc, 0,
+                                        0, K, True)
+                high, _ = m.run_range(low[:, kept], pos[:, kept], 0, bias[:, kept], kc, vc, sc, 0,
+                                      K, cfg.num_layers, False)
+                prefill = m.logits(high, True)[0, 0]
+                step_low, _ = m.run_range(embeds[:, T:], pos[:, T:], T, bias[:, T:], kc, vc, sc,
+                                          0, 0, K, False)
+                step_high, _ = m.run_range(step_low, pos[:, T:], len(kept), bias[:, T:], kc, vc,
+                                           sc, 0, K, cfg.num_layers, False)
+                step = m.logits(step_high, False)[0, 0]
+            with self.subTest(mode=mode):
+                self.assertEqual(tuple(attn.shape), (K, 1, cfg.num_heads, T))
+                self.assertLess(float((prefill - want[T - 1]).abs().max()), 1e-4)
+                self.assertLess(float((step - want[T]).abs().max()), 1e-4)
+                cache_keys = kc[K - 1, 0, :, :T, :cfg.head_dim].repeat_interleave(3, dim=0)
+                self.assertLess(float((cache_keys - want_keys[0]).abs().max()), 1e-5)
+                # and pruning changed the answer (a no-op would pass the checks above otherwise)
+                full = explicit.forward_explicit(embeds[:, :T], pos[:, :T], bias[:, :T])[0, -1]
+                self.assertGreater(float((prefill - full).abs().max()), 1e-3)
+
     def test_sdpa_branches_eager(self):
         """The SdpaAttention mask / is_causal branches, run eagerly. Where torch < 2.1 has no
         scaled_dot_product_attention, a stand-in with its documented semantics is used (the

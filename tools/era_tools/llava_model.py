@@ -510,7 +510,8 @@ class LlamaDecoderLayer(nn.Module):
 
 class LlamaDecoder(nn.Module):
     """The bundle's decoder.pt: embed(), forward() with the in-place LAR KV cache (augmented or
-    additive-mask path, per-layer bias scales), forward_with_attention(), attend()."""
+    additive-mask path, per-layer bias scales), forward_with_attention(), attend(), and the
+    pieces in-decoder pruning drives one by one: run_range(), final_norm(), logits()."""
 
     def __init__(self, cfg, attention="math", device=None, dtype=None):
         super().__init__()
@@ -533,30 +534,58 @@ class LlamaDecoder(nn.Module):
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.embed_tokens(ids)
 
-    def run_layers(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
-                   key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                   layer_bias_scale: torch.Tensor, lar_path: int, last_only: bool,
-                   need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    def check_lar(self, layer_bias_scale: torch.Tensor, lar_path: int):
         if lar_path != 0 and lar_path != 1:
             raise ValueError("decoder: lar_path must be 0 (augmented) or 1 (additive mask)")
         if layer_bias_scale.dim() != 1 or layer_bias_scale.size(0) != self.num_layers:
             raise ValueError("decoder: layer_bias_scale must be a 1-d tensor with one scale per "
                              "decoder layer")
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+
+    @torch.jit.export
+    def run_range(self, x: torch.Tensor, positions: torch.Tensor, cache_pos: int,
+                  key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  layer_bias_scale: torch.Tensor, lar_path: int, begin: int, end: int,
+                  need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Layers [begin, end) only: hidden states [B,T,D] in -> out, K/V written into
+        k_cache[i] / v_cache[i] at slot cache_pos of each layer i in the range. With need_attn,
+        also those layers' last-query attention logits [end-begin,B,H,cache_pos+T]. In-decoder
+        pruning (FastV, DART) runs the layers below and from the pruning layer separately."""
+        self.check_lar(layer_bias_scale, lar_path)
+        if begin < 0 or end > self.num_layers or begin > end:
+            raise ValueError("decoder: run_range needs 0 <= begin <= end <= num_layers")
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, x.dtype)
         scales = layer_bias_scale.float()
-        x = embeds
         attns: List[torch.Tensor] = []
         for i, layer in enumerate(self.layers):
-            x, a = layer(x, cos, sin, cache_pos, key_log_bias, scales[i], k_cache[i], v_cache[i],
-                         lar_path, need_attn)
-            if need_attn:
-                attns.append(a)
+            if i >= begin and i < end:
+                x, a = layer(x, cos, sin, cache_pos, key_log_bias, scales[i], k_cache[i],
+                             v_cache[i], lar_path, need_attn)
+                if need_attn:
+                    attns.append(a)
+        if need_attn and len(attns) > 0:
+            return x, torch.stack(attns, dim=0)
+        return x, torch.zeros(0, device=x.device)
+
+    @torch.jit.export
+    def final_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The final RMSNorm alone [B,T,D] -> [B,T,D] (model dtype): DART's similarity space."""
+        return self.norm(x)
+
+    @torch.jit.export
+    def logits(self, x: torch.Tensor, last_only: bool) -> torch.Tensor:
+        """Final RMSNorm + lm_head of the last layer's hidden states -> float32 [B,T,V]
+        ([B,1,V] when last_only)."""
         if last_only:
             x = x[:, -1:]
-        logits = self.lm_head(self.norm(x)).float()
-        if need_attn:
-            return logits, torch.stack(attns, dim=0)
-        return logits, torch.zeros(0, device=embeds.device)
+        return self.lm_head(self.norm(x)).float()
+
+    def run_layers(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
+                   key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                   layer_bias_scale: torch.Tensor, lar_path: int, last_only: bool,
+                   need_attn: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        x, attn = self.run_range(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache,
+                                 layer_bias_scale, lar_path, 0, self.num_layers, need_attn)
+        return self.logits(x, last_only), attn
 
     def forward(self, embeds: torch.Tensor, positions: torch.Tensor, cache_pos: int,
                 key_log_bias: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -598,6 +627,35 @@ class LlamaDecoder(nn.Module):
             attns.append(last)
         logits = self.lm_head(self.norm(x)).float()
         return (logits, torch.stack(attns, 0)) if return_attn else logits
+
+    def forward_explicit_masked(self, embeds, positions, key_log_bias, first_masked_layer,
+                                key_kept):
+        """Eager-only reference of in-decoder pruning (FastV / DART), the official code's "mask
+        implementation": nothing is removed and positions stay the original ones; from layer
+        `first_masked_layer` on, every key with key_kept False is hidden from every query.
+        key_kept: bool [B,T]. Returns float32 logits [B,T,V] (rows of masked tokens are
+        meaningless)."""
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        masked = key_log_bias.float().masked_fill(~key_kept, float("-inf"))
+        x = embeds
+        for i, layer in enumerate(self.layers):
+            x, _ = layer.forward_explicit(x, cos, sin,
+                                          key_log_bias if i < first_masked_layer else masked)
+        return self.lm_head(self.norm(x)).float()
+
+    def explicit_signals(self, embeds, positions, key_log_bias, layer):
+        """Eager-only: what in-decoder pruning reads at decoder layer `layer` (no cache):
+        (output hidden states [B,T,D], post-RoPE keys with GQA heads repeated [B,H,T,d],
+        the last query's attention logits [B,H,T] float32, LAR bias included)."""
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        x = embeds
+        for i in range(layer):
+            x, _ = self.layers[i].forward_explicit(x, cos, sin, key_log_bias)
+        attn = self.layers[layer].self_attn
+        _, k, _ = attn.project(self.layers[layer].input_layernorm(x), cos, sin)
+        k = k.repeat_interleave(attn.n_rep, dim=1)
+        out, last = self.layers[layer].forward_explicit(x, cos, sin, key_log_bias)
+        return out, k, last
 
     def new_cache(self, batch, max_len, dtype=None, device=None):
         """Zero (k_cache, v_cache) [L,B,Hkv,max_len,cache_head_dim] as the C++ caller allocates."""
