@@ -13,7 +13,7 @@ set(ERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/era)
 install(TARGETS era_core EXPORT era-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS era_sentencepiece LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/era)
+install(TARGETS era_sentencepiece LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/era)  # = ERA_SHIM_INSTALL_RELDIR
 
 # era/era.h and everything it includes, transitively (kept in sync by tests/package: the outside
 # project compiles against the installed tree only).
@@ -26,8 +26,9 @@ install(FILES src/reduce/era_options.h src/reduce/baseline_options.h
 install(FILES src/report/reduction_viz.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/era/report)
 
 install(EXPORT era-targets NAMESPACE era:: DESTINATION ${ERA_CMAKE_DIR})
+set(ERA_SHIM_INSTALL_RELDIR ${CMAKE_INSTALL_LIBDIR}/era)
 configure_package_config_file(cmake/era-config.cmake.in ${CMAKE_BINARY_DIR}/package/era-config.cmake
-  INSTALL_DESTINATION ${ERA_CMAKE_DIR})
+  INSTALL_DESTINATION ${ERA_CMAKE_DIR} PATH_VARS ERA_SHIM_INSTALL_RELDIR)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/era-config-version.cmake
   COMPATIBILITY SameMinorVersion)  # 0.x: a minor release may break the API
 install(FILES ${CMAKE_BINARY_DIR}/package/era-config.cmake ${CMAKE_BINARY_DIR}/package/era-config-version.cmake

@@ -35,7 +35,7 @@ std::mutex& registry_mutex() {
 // system folders; last the build folder, so a stale build tree never shadows an install.
 std::vector<fs::path> shim_candidates() {
   std::vector<fs::path> out;
-  if (const char* env = std::getenv("ERA_SENTENCEPIECE_SHIM")) out.emplace_back(env);
+  if (const char* env = std::getenv("ERA_SENTENCEPIECE_SHIM"); env && *env) out.emplace_back(env);
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&shim_candidates), &info) && info.dli_fname) {
     const fs::path here = fs::absolute(info.dli_fname).parent_path();
@@ -65,7 +65,7 @@ const LoadedShim& load_shim() {
   std::call_once(once, [] {
     std::string tried;
     for (const auto& path : shim_candidates()) {
-      const bool bare = !path.has_parent_path();
+      const bool bare = path == kShimName;
       if (!bare && !fs::exists(path)) {
         tried += " " + path.string();
         continue;

@@ -16,7 +16,7 @@ check_run() {  # what the consumer printed: the same version, the installed shim
   grep -q "^version $(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/era/version.h") headers " "$out"
   grep -q "^shim $prefix/.*/era/libera_sentencepiece.so$" "$out" || { echo "FAIL: the installed shim was not the one loaded"; exit 1; }
   grep -q "^tokens 8 visual 32$" "$out"
-  grep -q "^error image$" "$out"
+  grep -q "^error image error$" "$out"
 }
 
 # 1. CMake package, consumer configured with only the prefix on CMAKE_PREFIX_PATH.
