@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -54,6 +56,8 @@ TEST(SessionThreads, FourThreadsGetTheSingleThreadedAnswers) {
   std::vector<Result> threaded(requests.size() * 2);  // every request twice, in both halves
   std::atomic<size_t> next{0};
   std::vector<std::string> failures(4);
+  std::mutex log_mutex;
+  std::vector<size_t> piece_log;  // which call streamed each piece, in the order they arrived
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
@@ -61,8 +65,10 @@ TEST(SessionThreads, FourThreadsGetTheSingleThreadedAnswers) {
         for (size_t i; (i = next++) < threaded.size();) {
           Request r = requests[i % requests.size()];
           std::string streamed;
-          r.on_text = [&](const std::string& piece) {
+          r.on_text = [&, i](const std::string& piece) {
             streamed += piece;
+            std::lock_guard<std::mutex> lock(log_mutex);
+            piece_log.push_back(i);
             return true;
           };
           threaded[i] = session().generate(r);
@@ -76,12 +82,47 @@ TEST(SessionThreads, FourThreadsGetTheSingleThreadedAnswers) {
   }
   for (auto& th : threads) th.join();
   for (const auto& f : failures) EXPECT_EQ(f, "");
+  // Serialised calls: each call's pieces arrive in one uninterrupted run. (With the tiny model the
+  // calls rarely overlap even unlocked; ACallWaitsForTheRunningOne forces the overlap.)
+  std::vector<bool> finished(threaded.size(), false);
+  for (size_t k = 0; k < piece_log.size(); ++k) {
+    ASSERT_FALSE(finished[piece_log[k]]) << "call " << piece_log[k] << " streamed again after another call's pieces";
+    if (k > 0 && piece_log[k - 1] != piece_log[k]) finished[piece_log[k - 1]] = true;
+  }
   for (size_t i = 0; i < threaded.size(); ++i) {
     const auto& want = alone[i % requests.size()];
     EXPECT_EQ(threaded[i].tokens, want.tokens) << "request " << i;
     EXPECT_EQ(threaded[i].text, want.text) << "request " << i;
     EXPECT_EQ(threaded[i].stats.visual_tokens, want.stats.visual_tokens) << "request " << i;
   }
+}
+
+// A call that is slow inside its callback holds the Session: a call made meanwhile from another
+// thread waits, and streams nothing until the first has finished.
+TEST(SessionThreads, ACallWaitsForTheRunningOne) {
+  std::mutex log_mutex;
+  std::vector<char> log;
+  std::atomic<bool> first_streaming{false};
+  auto logger = [&](char who, bool slow) {
+    return [&, who, slow](const std::string&) {
+      {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        log.push_back(who);
+      }
+      if (slow && !first_streaming.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      return true;
+    };
+  };
+  Request a = mixed_requests()[0], b = mixed_requests()[1];
+  a.on_text = logger('a', true);
+  b.on_text = logger('b', false);
+  std::thread first([&] { session().generate(a); });
+  while (!first_streaming) std::this_thread::yield();
+  session().generate(b);  // starts while `a` sleeps in its callback
+  first.join();
+  const std::string order(log.begin(), log.end());
+  ASSERT_NE(order.find('b'), std::string::npos);
+  EXPECT_EQ(order.find('a', order.find('b')), std::string::npos) << order;  // no 'a' after the first 'b'
 }
 
 // generate_batch from one thread while others call generate: still the single-threaded answers.
