@@ -14,5 +14,5 @@ struct CanvasState {
   std::string status;      // one line: what is happening, token counts, keys
 };
 
-// Renders the state into a BGR image `width` pixels wide (height follows the picture).
+// Renders the state into a BGR image `width` pixels wide, tall enough for the picture and the text.
 cv::Mat render_canvas(const CanvasState& state, int width = 1000);
