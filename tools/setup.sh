@@ -4,13 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
+# (xvfb-run) and takes a real screenshot of its window (import / xwd).
 # libopenblas0-pthread: Debian's LibTorch calls the system libblas.so.3, which is the scalar
 # reference BLAS unless OpenBLAS is installed to take over that alternative (several times
 # faster matmuls, for the C++ side and for the exporter's Python alike).
 PACKAGES=(build-essential cmake pkg-config
           libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece libopenblas0-pthread
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev)
+          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev
+          xvfb xauth imagemagick x11-apps)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

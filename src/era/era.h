@@ -1,17 +1,29 @@
 #pragma once
-// era: LLaVA inference with ERA visual-token reduction, as a C++ library.
+// era: LLaVA inference with ERA visual-token reduction, as a C++ library. Version: era/version.h.
 //
 //   era::Session session = era::Session::open("models/tiny-llava-1.5");
 //   era::Request request;
-//   request.images = {"photo.jpg"};
+//   request.images = {"photo.jpg"};                          // files, and/or
+//   request.image_buffers = {era::Image::from_pixels(rgb, w, h, w * 3, era::PixelFormat::kRGB8)};
 //   request.prompt = "What is in the picture?";
+//   request.on_text = [](const std::string& piece) { std::cout << piece; return true; };
 //   era::Result result = session.generate(request);
 //   std::cout << result.text << "\n";
 //
 // A Session loads a model bundle once (see models/BUNDLE_FORMAT.md) and answers any number of
-// requests. Every failure a caller can cause is reported as era::Error (era/error.h) with a
-// message naming the item (image path, bundle file, option); the library never exits or aborts.
-// A Session is not thread-safe: use one per thread or serialise calls.
+// requests.
+//
+// Errors. Every failure is reported as era::Error (era/error.h) carrying an ErrorCode and a
+// message naming the item (image path, bundle file, option); the library never exits or aborts,
+// and no other exception type leaves a Session call (LibTorch / OpenCV / allocation failures
+// become kRuntime). The one exception: whatever an `on_text` callback throws is rethrown
+// unchanged after the generation stops. Which call throws which code is listed at each call.
+//
+// Threads. A Session is thread-safe: any number of threads may call one Session concurrently;
+// the calls are serialised internally (one call runs at a time), so each answer
+// equals the one the same request gets alone. For throughput run several requests in one call
+// with generate_batch() rather than from several threads. Distinct Sessions are independent.
+// SessionOptions::num_threads sets LibTorch's process-wide intra-op thread count.
 #include <torch/script.h>
 
 #include <array>
@@ -22,6 +34,9 @@
 #include <vector>
 
 #include "era/error.h"
+#include "era/image.h"
+#include "era/shim_location.h"
+#include "era/version.h"
 #include "reduce/baseline_options.h"
 #include "reduce/era_options.h"
 
@@ -56,6 +71,9 @@ struct ReductionRequest {
 struct Request {
   std::string prompt;               // the user question; "<image>" marks where images go
   std::vector<std::string> images;  // image files, one per placeholder (prepended if none given)
+  // More images, from memory or files (era/image.h), filling the placeholders after `images`:
+  // the request's images are `images` followed by `image_buffers`, in that order.
+  std::vector<Image> image_buffers;
   bool use_template = true;         // wrap in the bundle's conversation template (vicuna_v1)
   int64_t max_new_tokens = 128;
   float temperature = 0.0f;  // 0 = greedy (first index on ties)
@@ -63,7 +81,9 @@ struct Request {
   uint64_t seed = 0;
   bool stop_at_eos = true;
   ReductionRequest reduction;
-  // Called with each newly completed piece of the answer; return false to stop generating.
+  // Called with each newly completed piece of the answer, on the calling thread; return false to
+  // stop generating: no further token is computed (Result::finish_reason "cancelled"). Must not
+  // call back into the same Session (calls are serialised: it would wait on itself).
   std::function<bool(const std::string& delta)> on_text;
 };
 
@@ -131,18 +151,24 @@ struct ModelInfo {
   int64_t visual_tokens_per_image = 0;  // at most, before any reduction (NeXT: largest grid)
   int64_t tokens_per_crop = 0;          // vision tokens of one 336 px crop (576)
   int64_t max_context = 0;
+  std::string tokenizer_shim;  // the libera_sentencepiece.so this process loaded
 };
 
 class Session {
  public:
-  // Loads a bundle; throws era::Error(kBundle / kInvalidArgument).
+  // Loads a bundle. Throws era::Error: kInvalidArgument (bad device, dtype or num_threads),
+  // kBundle (missing/malformed bundle files, tokenizer or SentencePiece shim unavailable),
+  // kRuntime (the modules fail to load or move to the device).
   static Session open(const std::string& bundle_dir, const SessionOptions& options = {});
 
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   ~Session();
 
-  // Answers one request; throws era::Error (kImage, kPrompt, kInvalidArgument, kRuntime).
+  // Answers one request. Throws era::Error: kInvalidArgument (a field out of range, unknown
+  // reduction method, moved-from Session), kImage (an image missing, corrupt or too large),
+  // kPrompt (placeholders do not match the images, or the prompt leaves no room to answer),
+  // kRuntime (the model failed: out of memory, device error).
   Result generate(const Request& request);
 
   // Answers several requests together: one batched prefill and one batched decode step per token
@@ -150,16 +176,18 @@ class Session {
   // tokens; timings are shared). `on_text` is not called. A batch with an in-decoder method
   // (fastv, dart) runs its requests one by one. An error in one request (a bad image)
   // throws for the whole batch: callers that must keep going retry the requests one by one.
+  // Throws as generate().
   std::vector<Result> generate_batch(const std::vector<Request>& requests);
 
-  // Preprocessing and tokenisation only (no model run).
+  // Preprocessing and tokenisation only (no model run). Throws kInvalidArgument, kImage, kPrompt.
   PreparedInput prepare(const Request& request) const;
 
   // Prefills the request twice (its reduction method, and "full") and measures every layer's
-  // last-query attention; generates nothing.
-  // Refuses the in-decoder methods (fastv, dart).
+  // last-query attention; generates nothing. Throws as generate(), and kInvalidArgument for a
+  // request without images or with an in-decoder method (fastv, dart).
   AttentionReport attention_report(const Request& request);
 
+  // Never throws except kInvalidArgument on a moved-from Session.
   ModelInfo info() const;
 
   struct Impl;  // defined in session.cpp; also used by the library's own tests

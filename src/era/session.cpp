@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <new>
 
 #include "era/era.h"
 #include "era/session_impl.h"
@@ -18,6 +21,7 @@
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "text/prompt.h"
+#include "text/tokenizer.h"
 #include "util/compat.h"
 
 namespace era {
@@ -273,6 +277,65 @@ std::string strip(const std::string& s) {
   return first == std::string::npos ? "" : s.substr(first, last - first + 1);
 }
 
+// What an on_text callback threw, carried through the generator untouched (it is no std::exception,
+// so no handler on the way converts it) and rethrown as it was by rethrow_as_era_error.
+struct CallbackThrew {
+  std::exception_ptr error;
+};
+
+std::function<bool(const std::string&)> relay_exceptions(const std::function<bool(const std::string&)>& on_text) {
+  if (!on_text) return nullptr;
+  return [&on_text](const std::string& piece) {
+    try {
+      return on_text(piece);
+    } catch (...) {
+      throw CallbackThrew{std::current_exception()};
+    }
+  };
+}
+
+// Called from a catch (...) around a public call: era::Error and callback exceptions pass
+// unchanged; anything else (LibTorch, OpenCV, the standard library) becomes kRuntime, so no
+// other exception type leaves the library.
+[[noreturn]] void rethrow_as_era_error() {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const CallbackThrew& c) {
+    std::rethrow_exception(c.error);
+  } catch (const c10::Error& e) {
+    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kRuntime, "out of memory");
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kRuntime, std::string("internal failure: ") + first_line(e.what()));
+  } catch (...) {
+    throw Error(ErrorCode::kRuntime, "internal failure of unknown type");
+  }
+}
+
+// Serialises a public call with the Session's other calls (the lock is recursive: generate_batch
+// and generate call prepare). A moved-from Session has no Impl and refuses every call.
+std::unique_lock<std::recursive_mutex> lock_session(const std::unique_ptr<Session::Impl>& impl) {
+  if (!impl) throw Error(ErrorCode::kInvalidArgument, "this era::Session was moved from");
+  return std::unique_lock<std::recursive_mutex>(impl->mutex);
+}
+
+// An Image of a request as the contiguous RGB matrix load_rgb_image gives for a file, so every
+// source goes through the same preprocessing.
+cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
+  switch (image.source()) {
+    case Image::Source::kFile:
+      return load_rgb_image(image.name(), limits);
+    case Image::Source::kEncoded:
+      return decode_rgb_image(image.data(), image.size_bytes(), image.name(), limits);
+    case Image::Source::kPixels:
+      return rgb_from_buffer(image.data(), image.width(), image.height(), 3, image.width() * 3, limits);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown image source");
+}
+
 // Everything before the decoder for one request: preprocess, vision, reduce, splice. Fills the
 // result's stats and reductions; throws kPrompt if the sequence leaves no room to answer.
 PromptSequence stage_request(Session::Impl& impl, const Session& session, const Request& request, Result& result) {
@@ -306,7 +369,7 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
-Session Session::open(const std::string& bundle_dir, const SessionOptions& options) {
+Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
   if (options.num_threads < 0) throw Error(ErrorCode::kInvalidArgument, "num_threads must be >= 0");
   if (options.num_threads > 0) at::set_num_threads(options.num_threads);
   const auto device = parse_device(options.device);
@@ -320,12 +383,15 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);
   return Session(std::move(impl));
+} catch (...) {
+  rethrow_as_era_error();
 }
 
-PreparedInput Session::prepare(const Request& request) const {
+PreparedInput Session::prepare(const Request& request) const try {
+  const auto lock = lock_session(impl_);
   const auto& m = impl_->bundle.manifest;
   PreparedInput in;
-  const int n_images = static_cast<int>(request.images.size());
+  const int n_images = static_cast<int>(request.images.size() + request.image_buffers.size());
   if (request.use_template) {
     in.prompt = format_prompt(m.prompt, request.prompt, n_images);
   } else {
@@ -350,8 +416,11 @@ PreparedInput Session::prepare(const Request& request) const {
     pixels.push_back(normalize_to_chw(crop, config));
     display.push_back(torch::from_blob(crop.data, {crop.rows, crop.cols, 3}, torch::kUInt8).clone());
   };
-  for (const auto& path : request.images) {
-    const cv::Mat rgb = load_rgb_image(path, impl_->image_limits);
+  std::vector<Image> images;
+  for (const auto& path : request.images) images.push_back(Image::from_file(path));
+  images.insert(images.end(), request.image_buffers.begin(), request.image_buffers.end());
+  for (const auto& image : images) {
+    const cv::Mat rgb = rgb_of(image, impl_->image_limits);
     in.image_sizes.push_back({rgb.rows, rgb.cols});
     if (m.image.aspect_ratio == "anyres") {
       const AnyresCrops crops = make_anyres_crops(rgb, m.image.grid_pinpoints, config.size);
@@ -366,9 +435,12 @@ PreparedInput Session::prepare(const Request& request) const {
   in.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::stack(pixels);
   in.display_images = display.empty() ? torch::empty({0, s, s, 3}, torch::kUInt8) : torch::stack(display);
   return in;
+} catch (...) {
+  rethrow_as_era_error();
 }
 
-Result Session::generate(const Request& request) {
+Result Session::generate(const Request& request) try {
+  const auto lock = lock_session(impl_);
   check_request(request);
   c10::InferenceMode inference;
   Result result;
@@ -387,9 +459,9 @@ Result Session::generate(const Request& request) {
     Sampler sampler({request.temperature, request.top_p, request.seed});
     const InDecoderSetup in_decoder = in_decoder_setup(request.reduction, seq, *impl_->decoder);
     Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id,
-                        lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers),
+                        lar_settings({request.reduction.method, request.reduction.era, request.reduction.baselines}, m.text.num_layers),
                         in_decoder.pruner ? &in_decoder.pruning : nullptr);
-    GenerationOutput out = generator.run(seq, limits, sampler, cache, request.on_text);
+    GenerationOutput out = generator.run(seq, limits, sampler, cache, relay_exceptions(request.on_text));
     if (in_decoder.pruner && !out.kept_in_span.empty()) {  // report what layers >= K really saw
       st.visual_tokens = out.pruned_visual_tokens;
       st.prompt_tokens = st.text_tokens + st.visual_tokens;
@@ -410,12 +482,15 @@ Result Session::generate(const Request& request) {
   }
   st.total_ms = ms_since(t_start);
   return result;
+} catch (...) {
+  rethrow_as_era_error();
 }
 
-std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) {
+std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) try {
+  const auto lock = lock_session(impl_);
   if (requests.empty()) return {};
   const auto& m = impl_->bundle.manifest;
-  auto lar_of = [&](const Request& r) { return lar_settings({r.reduction.method, r.reduction.era}, m.text.num_layers); };
+  auto lar_of = [&](const Request& r) { return lar_settings({r.reduction.method, r.reduction.era, r.reduction.baselines}, m.text.num_layers); };
   const LarSettings lar = lar_of(requests.front());
   bool one_lar = true;
   for (const Request& r : requests) {
@@ -470,9 +545,12 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
     throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
   }
   return results;
+} catch (...) {
+  rethrow_as_era_error();
 }
 
-AttentionReport Session::attention_report(const Request& request) {
+AttentionReport Session::attention_report(const Request& request) try {
+  const auto lock = lock_session(impl_);
   check_request(request);
   c10::InferenceMode inference;
   const PreparedInput in = prepare(request);
@@ -498,7 +576,7 @@ AttentionReport Session::attention_report(const Request& request) {
     KvCache cache_reduced = dec.make_cache(1, seq_reduced.length());
     const auto attn_reduced =
         dec.forward_with_attention(seq_reduced.embeds, seq_reduced.positions, seq_reduced.key_log_bias, cache_reduced,
-                                   lar_settings({request.reduction.method, request.reduction.era}, m.text.num_layers))
+                                   lar_settings({request.reduction.method, request.reduction.era, request.reduction.baselines}, m.text.num_layers))
             .second;
     AttentionReport report = compare_last_query_attention(seq_full, attn_full, seq_reduced, attn_reduced);
     report.method = request.reduction.method;
@@ -506,9 +584,12 @@ AttentionReport Session::attention_report(const Request& request) {
   } catch (const c10::Error& e) {
     throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
   }
+} catch (...) {
+  rethrow_as_era_error();
 }
 
 ModelInfo Session::info() const {
+  const auto lock = lock_session(impl_);
   const auto& b = impl_->bundle;
   ModelInfo i;
   i.name = b.manifest.model_name;
@@ -519,6 +600,7 @@ ModelInfo Session::info() const {
   i.visual_tokens_per_image = max_visual_tokens(b.manifest);
   i.tokens_per_crop = b.manifest.vision.num_patches;
   i.max_context = impl_->max_context();
+  i.tokenizer_shim = sentencepiece_shim_path();  // loaded by open(): cannot throw here
   return i;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The Session's insides, shared with the library's tests (not part of the public API).
 #include <memory>
+#include <mutex>
 
 #include "era/era.h"
 #include "image/image_io.h"
@@ -17,6 +18,9 @@ struct Session::Impl {
   ImageLimits image_limits;
   std::unique_ptr<VisionEncoder> vision;
   std::unique_ptr<Decoder> decoder;
+  // Serialises the Session's public calls (era.h: "Threads"); recursive because generate_batch
+  // calls generate and both call prepare.
+  mutable std::recursive_mutex mutex;
 
   int64_t max_context() const { return bundle.manifest.text.max_position_embeddings; }
 };

@@ -136,7 +136,7 @@ void validate_request_settings(const Request& r) {
   if (r.reduction.scope != "crop" && r.reduction.scope != "image") {
     bad("budget scope must be 'crop' or 'image', not '" + r.reduction.scope + "'");
   }
-  const ReductionOptions options{r.reduction.method, r.reduction.era};
+  const ReductionOptions options{r.reduction.method, r.reduction.era, r.reduction.baselines};
   make_reducer(options);  // throws for an unknown method
   validate_era_options(effective_era_options(options));
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "era/error.h"
+#include "era/shim_location.h"
 #include "text/sentencepiece_backend.h"
 #include "text/shim_paths.h"
 
@@ -17,11 +18,24 @@ namespace fs = std::filesystem;
 
 constexpr const char* kShimName = "libera_sentencepiece.so";
 
-// Where the shim may be: $ERA_SENTENCEPIECE_SHIM, next to (or one or two levels around) the
-// binary holding this code, then the build and install locations known at configure time.
+// Folders registered by add_sentencepiece_shim_dir (the installed package's location).
+std::vector<fs::path>& registered_dirs() {
+  static std::vector<fs::path> dirs;
+  return dirs;
+}
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Where the shim may be, first found wins: $ERA_SENTENCEPIECE_SHIM; next to (or one or two
+// levels around) the binary holding this code; the folders an installed package registered
+// (era/shim_location.h); the install folder configured at build time; the bare name, which
+// dlopen looks up in LD_LIBRARY_PATH, the executable's RUNPATH (era.pc adds one) and the
+// system folders; last the build folder, so a stale build tree never shadows an install.
 std::vector<fs::path> shim_candidates() {
   std::vector<fs::path> out;
-  if (const char* env = std::getenv("ERA_SENTENCEPIECE_SHIM")) out.emplace_back(env);
+  if (const char* env = std::getenv("ERA_SENTENCEPIECE_SHIM"); env && *env) out.emplace_back(env);
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&shim_candidates), &info) && info.dli_fname) {
     const fs::path here = fs::absolute(info.dli_fname).parent_path();
@@ -29,45 +43,72 @@ std::vector<fs::path> shim_candidates() {
       out.push_back(dir / kShimName);
     }
   }
-  out.push_back(fs::path(ERA_SHIM_BUILD_DIR) / kShimName);
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    for (const auto& dir : registered_dirs()) out.push_back(dir / kShimName);
+  }
   out.push_back(fs::path(ERA_SHIM_INSTALL_DIR) / kShimName);
+  out.push_back(fs::path(kShimName));  // no slash: dlopen's own search
+  out.push_back(fs::path(ERA_SHIM_BUILD_DIR) / kShimName);
   return out;
 }
 
-CreateSentencePieceBackendFn load_shim() {
+struct LoadedShim {
+  CreateSentencePieceBackendFn create = nullptr;
+  std::string path;     // the file that was loaded
+  std::string failure;  // why none was, when create is null
+};
+
+const LoadedShim& load_shim() {
   static std::once_flag once;
-  static CreateSentencePieceBackendFn create = nullptr;
-  static std::string failure;
+  static LoadedShim shim;
   std::call_once(once, [] {
     std::string tried;
     for (const auto& path : shim_candidates()) {
-      if (!fs::exists(path)) {
+      const bool bare = path == kShimName;
+      if (!bare && !fs::exists(path)) {
         tried += " " + path.string();
         continue;
       }
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
       if (!handle) {
-        failure = std::string("cannot load ") + path.string() + ": " + dlerror();
+        if (bare) {  // not on the search path: keep looking
+          tried += " " + path.string() + " (dlopen search)";
+          continue;
+        }
+        shim.failure = std::string("cannot load ") + path.string() + ": " + dlerror();
         return;
       }
-      create = reinterpret_cast<CreateSentencePieceBackendFn>(dlsym(handle, kCreateSentencePieceBackendSymbol));
-      if (!create) failure = path.string() + " does not export " + kCreateSentencePieceBackendSymbol;
+      shim.create = reinterpret_cast<CreateSentencePieceBackendFn>(dlsym(handle, kCreateSentencePieceBackendSymbol));
+      if (!shim.create) {
+        shim.failure = path.string() + " does not export " + kCreateSentencePieceBackendSymbol;
+        return;
+      }
+      Dl_info where{};
+      shim.path = dladdr(reinterpret_cast<void*>(shim.create), &where) && where.dli_fname ? where.dli_fname : path.string();
       return;
     }
-    failure = std::string(kShimName) + " not found (set ERA_SENTENCEPIECE_SHIM); looked at" + tried;
+    shim.failure = std::string(kShimName) + " not found (set ERA_SENTENCEPIECE_SHIM); looked at" + tried;
   });
-  if (!create) throw Error(ErrorCode::kBundle, "SentencePiece is unavailable: " + failure);
-  return create;
+  if (!shim.create) throw Error(ErrorCode::kBundle, "SentencePiece is unavailable: " + shim.failure);
+  return shim;
 }
 
 }  // namespace
+
+void add_sentencepiece_shim_dir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registered_dirs().emplace_back(dir);
+}
+
+std::string sentencepiece_shim_path() { return load_shim().path; }
 
 Tokenizer::Tokenizer(const std::string& model_path) {
   if (!std::ifstream(model_path).good()) {
     throw Error(ErrorCode::kBundle, "tokenizer model not found: " + model_path);
   }
   std::string error;
-  sp_.reset(load_shim()(model_path.c_str(), &error));
+  sp_.reset(load_shim().create(model_path.c_str(), &error));
   if (!sp_) throw Error(ErrorCode::kBundle, "cannot load tokenizer model " + model_path + ": " + error);
 }
 

@@ -1,0 +1,160 @@
+// era::Image: pixels and encoded bytes from memory go through exactly the preprocessing of a file.
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "era/era.h"
+#include "test_support.h"
+
+namespace era {
+namespace {
+
+Session& session() {
+  static Session s = Session::open(test::bundle_dir());
+  return s;
+}
+
+std::string sample_png() { return test::source_dir() + "/tests/data/sample.png"; }
+
+Request request_with(std::vector<Image> buffers, std::vector<std::string> files = {}) {
+  Request r;
+  r.images = std::move(files);
+  r.image_buffers = std::move(buffers);
+  r.prompt = "What is shown in this image?";
+  r.max_new_tokens = 12;
+  r.stop_at_eos = false;
+  r.reduction.method = "era";
+  r.reduction.tokens = 32;
+  return r;
+}
+
+void expect_same_input(const PreparedInput& a, const PreparedInput& b) {
+  EXPECT_EQ(a.token_ids, b.token_ids);
+  EXPECT_EQ(a.image_sizes, b.image_sizes);
+  ASSERT_EQ(a.pixel_values.sizes(), b.pixel_values.sizes());
+  EXPECT_TRUE(torch::equal(a.pixel_values, b.pixel_values));  // bit-identical, not merely close
+  EXPECT_TRUE(torch::equal(a.display_images, b.display_images));
+}
+
+// The pixels OpenCV decodes from sample.png, handed over in every layout, give the file's inputs
+// and the file's answer.
+TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
+  const auto from_file = request_with({}, {sample_png()});
+  const PreparedInput want = session().prepare(from_file);
+  const Result want_answer = session().generate(from_file);
+
+  const cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
+  ASSERT_FALSE(bgr.empty());
+  cv::Mat rgb, rgba, bgra;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  cv::cvtColor(bgr, rgba, cv::COLOR_BGR2RGBA);
+  cv::cvtColor(bgr, bgra, cv::COLOR_BGR2BGRA);
+  // A padded stride: rows of a bigger buffer, as a GUI toolkit's image often has.
+  cv::Mat padded(bgr.rows, bgr.cols + 7, CV_8UC3, cv::Scalar(1, 2, 3));
+  bgr.copyTo(padded(cv::Rect(0, 0, bgr.cols, bgr.rows)));
+  const cv::Mat padded_view = padded(cv::Rect(0, 0, bgr.cols, bgr.rows));
+
+  const std::vector<std::pair<std::string, Image>> images{
+      {"bgr", Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8)},
+      {"rgb", Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)},
+      {"rgba", Image::from_pixels(rgba.data, rgba.cols, rgba.rows, static_cast<int>(rgba.step), PixelFormat::kRGBA8)},
+      {"bgra", Image::from_pixels(bgra.data, bgra.cols, bgra.rows, static_cast<int>(bgra.step), PixelFormat::kBGRA8)},
+      {"padded", Image::from_pixels(padded_view.data, padded_view.cols, padded_view.rows,
+                                    static_cast<int>(padded_view.step), PixelFormat::kBGR8)},
+      {"file", Image::from_file(sample_png())},
+  };
+  for (const auto& [name, image] : images) {
+    SCOPED_TRACE(name);
+    const auto request = request_with({image});
+    expect_same_input(session().prepare(request), want);
+    const Result answer = session().generate(request);
+    EXPECT_EQ(answer.tokens, want_answer.tokens);
+    EXPECT_EQ(answer.text, want_answer.text);
+    ASSERT_EQ(answer.reductions.size(), 1u);
+    EXPECT_EQ(answer.reductions[0].kept, want_answer.reductions[0].kept);
+  }
+}
+
+TEST(ImageInput, EncodedBytesEqualTheFile) {
+  const std::string bytes = test::read_file(sample_png());
+  const auto image = Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "upload.png");
+  expect_same_input(session().prepare(request_with({image})), session().prepare(request_with({}, {sample_png()})));
+}
+
+// Grey is replicated into three equal channels, as PIL's convert("RGB").
+TEST(ImageInput, GreyIsReplicated) {
+  const cv::Mat grey = cv::imread(sample_png(), cv::IMREAD_GRAYSCALE);
+  cv::Mat rgb;
+  cv::cvtColor(grey, rgb, cv::COLOR_GRAY2RGB);
+  const auto a = session().prepare(request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
+  const auto b = session().prepare(request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
+  expect_same_input(a, b);
+}
+
+// from_pixels copies: the caller's buffer may change or go away right after.
+TEST(ImageInput, PixelsAreCopied) {
+  cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
+  const Image image = Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8);
+  const auto before = session().prepare(request_with({image}));
+  bgr.setTo(cv::Scalar(0, 0, 0));
+  bgr.release();
+  expect_same_input(session().prepare(request_with({image})), before);
+  EXPECT_EQ(image.source(), Image::Source::kPixels);
+  EXPECT_EQ(image.size_bytes(), static_cast<size_t>(image.width()) * image.height() * 3);
+}
+
+// Files come first, then buffers: each fills its own placeholder, in that order.
+TEST(ImageInput, FilesThenBuffersFillThePlaceholdersInOrder) {
+  const cv::Mat black(20, 30, CV_8UC3, cv::Scalar(0, 0, 0));
+  const auto buffer = Image::from_pixels(black.data, black.cols, black.rows, static_cast<int>(black.step), PixelFormat::kRGB8);
+  auto r = request_with({buffer}, {sample_png()});
+  r.use_template = false;
+  r.prompt = "USER: <image> and <image> ASSISTANT:";
+  const auto in = session().prepare(r);
+  ASSERT_EQ(in.image_sizes.size(), 2u);
+  const auto png = session().prepare(request_with({}, {sample_png()}));
+  EXPECT_EQ(in.image_sizes[0], png.image_sizes[0]);
+  EXPECT_EQ(in.image_sizes[1], (std::array<int64_t, 2>{20, 30}));
+  EXPECT_TRUE(torch::equal(in.pixel_values[0], png.pixel_values[0]));
+  r.image_buffers.push_back(buffer);  // three images, two placeholders
+  try {
+    session().prepare(r);
+    FAIL() << "a placeholder mismatch must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPrompt);
+  }
+}
+
+void expect_image_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    FAIL() << "expected era::Error(kImage) mentioning " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kImage) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageInput, BadBuffersAreRefused) {
+  const std::vector<uint8_t> pixels(10 * 10 * 3, 128);
+  expect_image_error([] { Image::from_pixels(nullptr, 10, 10, 30, PixelFormat::kRGB8); }, "null");
+  expect_image_error([&] { Image::from_pixels(pixels.data(), 0, 10, 30, PixelFormat::kRGB8); }, "bad size");
+  expect_image_error([&] { Image::from_pixels(pixels.data(), 10, 10, 29, PixelFormat::kRGB8); }, "stride");
+  expect_image_error([&] { Image::from_pixels(pixels.data(), 10, 10, 30, PixelFormat::kRGBA8); }, "stride");
+  expect_image_error([] { Image::from_encoded(nullptr, 0, "upload.png"); }, "upload.png");
+  const std::string junk = "not an image at all";
+  const auto bad = Image::from_encoded(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), "upload.png");
+  expect_image_error([&] { session().prepare(request_with({bad})); }, "upload.png");
+  expect_image_error([&] { session().generate(request_with({Image::from_file("/no/such.png")})); }, "/no/such.png");
+
+  // The Session's own pixel limit applies to buffers as it does to files.
+  SessionOptions small;
+  small.max_image_pixels = 99;
+  Session limited = Session::open(test::bundle_dir(), small);
+  const auto ok = Image::from_pixels(pixels.data(), 10, 10, 30, PixelFormat::kRGB8);
+  expect_image_error([&] { limited.prepare(request_with({ok})); }, "100");
+}
+
+}  // namespace
+}  // namespace era
