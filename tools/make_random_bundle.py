@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_tiny_llava as tiny  # noqa: E402
 from era_tools.hf_checkpoint import (CheckpointError, checkpoint_name, expected_shapes,  # noqa: E402
-                                     load_checkpoint)
+                                     load_checkpoint, load_config)
 from export_llava import DTYPES, CheckFailed, ExportError, export_checkpoint  # noqa: E402
 
 CLIP_L_336 = {"vision_hidden": 1024, "vision_intermediate": 4096, "vision_heads": 16,
@@ -88,9 +88,9 @@ def preset_config(preset, dtype, tok_vocab):
 def write_config_folder(folder, config):
     """config.json + tokenizer + preprocessor config: a checkpoint folder without weights."""
     tiny.write_json(os.path.join(folder, "config.json"), config)
-    nxt = config.get("model_type") == "llava_next"
-    image_token, pad_token = config["image_token_index"], config["pad_token_id"]
-    for name, obj in tiny.tokenizer_files(image_token, pad_token,
+    cfg = load_config(folder)  # validates (CheckpointError naming the field)
+    nxt = cfg.is_next
+    for name, obj in tiny.tokenizer_files(cfg.image_token_id, cfg.pad_token_id,
                                           "LlavaNextProcessor" if nxt else "LlavaProcessor").items():
         tiny.write_json(os.path.join(folder, name), obj)
     tiny.write_json(os.path.join(folder, "preprocessor_config.json"),
@@ -142,7 +142,11 @@ def make_bundle(args):
                 raise ExportError(f"{args.config}: cannot read the config: {e}") from None
             if not isinstance(config, dict):
                 raise ExportError(f"{args.config}: not a JSON object")
-        write_config_folder(folder, config)
+        try:
+            write_config_folder(folder, config)
+        except CheckpointError as e:  # name the user's file, not the scratch copy
+            where = args.config or f"preset {args.preset}"
+            raise ExportError(str(e).replace(os.path.join(folder, "config.json"), where)) from None
         ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
         n = fill_random_weights(ckpt, DTYPES[args.dtype], args.seed)
         print(f"make_random_bundle: {n / 1e9:.3f} B random parameters ({ckpt.config.arch}, "
