@@ -26,6 +26,7 @@ inline std::string era_infer_path() { return ERA_INFER_PATH; }
 inline std::string era_reduce_path() { return ERA_REDUCE_PATH; }
 inline std::string era_score_path() { return ERA_SCORE_PATH; }
 inline std::string era_eval_path() { return ERA_EVAL_PATH; }
+inline std::string era_bench_path() { return ERA_BENCH_PATH; }
 
 // A fresh, empty scratch folder under the build tree, unique per name.
 inline std::string scratch_dir(const std::string& name) {

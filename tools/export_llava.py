@@ -79,10 +79,9 @@ def parse_args(argv=None):
 # ------------------------------------------------------------------------------------------------
 # manifest
 
-def make_manifest(ckpt, args, attention):
+def make_manifest(ckpt, name, dtype_name, attention):
     cfg, pre = ckpt.config, ckpt.preprocessor
     v, t = cfg.vision, cfg.text
-    name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
     image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
              "resample": pre.resample, "mean": pre.mean, "std": pre.std,
              "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
@@ -94,13 +93,14 @@ def make_manifest(ckpt, args, attention):
         "format_version": 1,
         "arch": cfg.arch,
         "model_name": name,
-        "dtype": args.dtype,
+        "dtype": dtype_name,
         "exported_with": {"torch": torch.__version__, "attention": attention,
                           "exporter": "tools/export_llava.py", "decoder_api": DECODER_API},
         "files": dict(FILES),
         "vision": {"image_size": v.image_size, "patch_size": v.patch_size,
                    "num_patches": v.num_patches, "hidden_size": v.hidden_size,
                    "num_heads": v.num_heads, "num_layers": v.num_layers,
+                   "intermediate_size": v.intermediate_size,
                    "feature_layer": v.feature_layer, "layers_run": v.layers_run,
                    "select_strategy": v.select_strategy},
         "projector": {"in_features": v.hidden_size, "out_features": t.hidden_size,
@@ -299,17 +299,28 @@ def install(tmp, out):
 
 
 def export(args):
-    start = time.time()
-    try:
-        attention = resolve_attention(args.attention)
-    except ValueError as e:
-        raise ExportError(str(e)) from None
-    dtype = DTYPES[args.dtype]
-    out = os.path.abspath(args.out)
-
+    """export_llava.py's command: load and validate the checkpoint, then export_checkpoint()."""
     ckpt = load_checkpoint(args.checkpoint)
     print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
+    name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
+    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name)
+
+
+def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True):
+    """Build the eager modules from `ckpt` (a LlavaCheckpoint whose vision / projector / text
+    dicts hold the weights: loaded from a folder, or random from tools/make_random_bundle.py),
+    script and save them with the tokenizer and manifest, verify (unless check=False) and move the
+    bundle into place. The checkpoint's tensors are handed to the modules (ckpt is emptied) so a
+    7B model is held once."""
+    start = time.time()
+    try:
+        attention = resolve_attention(attention_mode)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    dtype = DTYPES[dtype_name]
+    out = os.path.abspath(out)
+    name = name or os.path.basename(os.path.normpath(out))
     prepare_out(out)
 
     with torch.no_grad():
@@ -329,14 +340,18 @@ def export(args):
             del scripted
         shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(make_manifest(ckpt, args, attention), f, indent=2)
+            json.dump(make_manifest(ckpt, name, dtype_name, attention), f, indent=2)
             f.write("\n")
-        verify(paths, modules, ckpt, dtype)
+        if check:
+            verify(paths, modules, ckpt, dtype)
+        else:
+            print("export_llava: numerical check skipped")
+        modules.clear()
         install(tmp, out)
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"export_llava: wrote {out} (dtype {args.dtype}, attention {attention}, "
+    print(f"export_llava: wrote {out} (dtype {dtype_name}, attention {attention}, "
           f"torch {torch.__version__}) in {time.time() - start:.1f} s")
     return 0
 

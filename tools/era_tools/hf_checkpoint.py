@@ -464,8 +464,9 @@ def split_state_dict(tensors):
     return parts, origin, layouts, unknown
 
 
-def _checkpoint_name(part, canon, layout):
-    """How a canonical name is spelled in the checkpoint's layout (for error messages)."""
+def checkpoint_name(part, canon, layout):
+    """How a canonical name is spelled in the checkpoint's layout ("llava-hf" or
+    "transformers>=4.52"): for error messages, and make_random_bundle's init by name."""
     new = layout == "transformers>=4.52"
     if part == "text":
         if canon.startswith("lm_head."):
@@ -524,7 +525,7 @@ def load_checkpoint(folder, load_weights=True):
     missing, bad_shape, bad_dtype = [], [], []
     for part, shapes in expected.items():
         for canon, shape in shapes.items():
-            name = origin.get((part, canon), _checkpoint_name(part, canon, layout))
+            name = origin.get((part, canon), checkpoint_name(part, canon, layout))
             t = parts[part].get(canon)
             if t is None:
                 missing.append(name)
@@ -553,4 +554,4 @@ def load_checkpoint(folder, load_weights=True):
 
 __all__ = ["CheckpointError", "WeightsFileError", "LlavaCheckpoint", "LlavaConfig", "TextConfig",
            "VisionConfig", "Preprocessor", "load_config", "load_checkpoint", "expected_shapes",
-           "split_state_dict", "NEXT_DEFAULT_PINPOINTS"]
+           "split_state_dict", "checkpoint_name", "NEXT_DEFAULT_PINPOINTS"]

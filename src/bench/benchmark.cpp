@@ -1,0 +1,357 @@
+#include "bench/benchmark.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bench/memory.h"
+#include "util/npy.h"
+
+namespace era::bench {
+namespace {
+
+// Linear interpolation between order statistics (numpy's default percentile).
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+struct Config {
+  std::string method;
+  int64_t budget = 0;
+};
+
+std::vector<Config> configurations(const BenchOptions& o) {
+  if (o.methods.empty()) throw Error(ErrorCode::kInvalidArgument, "no methods given");
+  std::vector<Config> out;
+  for (const auto& m : o.methods) {
+    if (m.empty()) throw Error(ErrorCode::kInvalidArgument, "empty method name in the method list");
+    if (m == "full") {
+      out.push_back({m, 0});
+      continue;
+    }
+    if (o.tokens.empty()) throw Error(ErrorCode::kInvalidArgument, "method '" + m + "' needs at least one token budget");
+    for (int64_t k : o.tokens) {
+      if (k <= 0) throw Error(ErrorCode::kInvalidArgument, "token budget must be > 0, got " + std::to_string(k));
+      out.push_back({m, k});
+    }
+  }
+  return out;
+}
+
+Request make_request(const BenchOptions& o, const Config& c) {
+  Request r;
+  r.images = {o.image};
+  r.prompt = o.prompt;
+  r.max_new_tokens = o.max_new_tokens;
+  r.temperature = 0.0f;
+  r.stop_at_eos = false;  // every run decodes exactly max_new_tokens: comparable decode times
+  r.reduction = o.reduction;
+  r.reduction.method = c.method;
+  r.reduction.tokens = c.budget;
+  r.reduction.keep_ratio = 0.0f;
+  r.reduction.scope = o.scope;
+  return r;
+}
+
+ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, const PreparedInput& in,
+                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration) {
+  const Request request = make_request(o, c);
+  for (int i = 0; i < o.warmup; ++i) session.generate(request);  // TorchScript profiling runs, caches
+
+  ConfigResult row;
+  row.method = c.method;
+  row.budget = c.budget;
+  for (auto v : in.crops_per_image) row.crops += v;
+  std::map<std::string, std::vector<double>> samples;
+  if (!memory.reset_peak()) peak_per_configuration = false;
+  const int64_t baseline = memory.current();
+  for (int i = 0; i < o.repeat; ++i) {
+    Result r = session.generate(request);
+    const Stats& s = r.stats;
+    samples["preprocess"].push_back(s.preprocess_ms);
+    samples["vision"].push_back(s.vision_ms);
+    samples["reduce"].push_back(s.reduce_ms);
+    samples["prefill"].push_back(s.prefill_ms);
+    samples["decode_per_token"].push_back(mean_of(s.decode_step_ms));
+    samples["total"].push_back(s.total_ms);
+    row.visual_tokens = s.visual_tokens;
+    row.text_tokens = s.text_tokens;
+    row.prompt_tokens = s.prompt_tokens;
+    row.generated_tokens = s.generated_tokens;
+    row.kv_cache_bytes = s.kv_cache_bytes;
+    row.kv_cache_allocated_bytes = s.kv_cache_allocated_bytes;
+    row.reductions = std::move(r.reductions);
+  }
+  row.peak_bytes = memory.peak();
+  row.peak_over_baseline_bytes = std::max<int64_t>(0, row.peak_bytes - baseline);
+  for (auto& [name, v] : samples) row.ms[name] = Spread::of(v);
+  row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens);
+  return row;
+}
+
+nlohmann::json spread_json(const Spread& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"q1", s.q1}, {"q3", s.q3}};
+}
+
+const nlohmann::json* python_row(const nlohmann::json& python, const std::string& label) {
+  if (!python.is_object() || !python.contains("rows")) return nullptr;
+  for (const auto& r : python["rows"]) {
+    if (r.value("label", "") == label) return &r;
+  }
+  return nullptr;
+}
+
+double py_median(const nlohmann::json& row, const char* key) {
+  if (!row.contains(key) || !row[key].is_object()) return 0;
+  return row[key].value("median", 0.0);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+}  // namespace
+
+Spread Spread::of(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = percentile(v, 0.5);
+  s.q1 = percentile(v, 0.25);
+  s.q3 = percentile(v, 0.75);
+  return s;
+}
+
+std::string ConfigResult::label() const { return budget > 0 ? method + "@" + std::to_string(budget) : method; }
+
+BenchReport run_benchmark(const BenchOptions& options) {
+  if (options.repeat < 1) throw Error(ErrorCode::kInvalidArgument, "--repeat must be >= 1");
+  if (options.warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--warmup must be >= 0");
+  if (options.max_new_tokens < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens must be >= 1");
+  if (options.image.empty()) throw Error(ErrorCode::kInvalidArgument, "an image is required");
+  const auto configs = configurations(options);
+
+  BenchReport report;
+  report.options = options;
+  report.dims = read_model_dims(options.bundle_dir);
+  MemoryProbe memory(options.session.device);
+  report.memory_kind = memory.what();
+  report.resident_before_open = memory.current();
+  Session session = Session::open(options.bundle_dir, options.session);
+  report.resident_after_open = memory.current();
+  report.model = session.info();
+  report.threads = at::get_num_threads();
+  report.input = session.prepare(make_request(options, configs.front()));
+  for (const auto& c : configs) {
+    report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration));
+  }
+  return report;
+}
+
+const ConfigResult* full_row(const BenchReport& report) {
+  for (const auto& r : report.rows) {
+    if (r.method == "full") return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json report_json(const BenchReport& report, const nlohmann::json& python) {
+  const auto& o = report.options;
+  const auto& d = report.dims;
+  nlohmann::json j;
+  j["bundle"] = o.bundle_dir;
+  j["image"] = o.image;
+  j["prompt"] = o.prompt;
+  j["device"] = report.model.device;
+  j["dtype"] = report.model.dtype;
+  j["threads"] = report.threads;
+  j["warmup"] = o.warmup;
+  j["repeat"] = o.repeat;
+  j["max_new_tokens"] = o.max_new_tokens;
+  j["model"] = {{"name", report.model.name}, {"arch", report.model.arch}, {"attention", report.model.attention},
+                {"vision_hidden", d.vision_hidden}, {"vision_intermediate", d.vision_intermediate},
+                {"vision_layers_run", d.vision_layers_run}, {"num_patches", d.num_patches},
+                {"hidden", d.hidden}, {"intermediate", d.intermediate}, {"layers", d.layers}, {"heads", d.heads},
+                {"kv_heads", d.kv_heads}, {"head_dim", d.head_dim}, {"vocab", d.vocab}};
+  j["memory"] = {{"kind", report.memory_kind},
+                 {"peak_per_configuration", report.peak_per_configuration},
+                 {"resident_before_open_bytes", report.resident_before_open},
+                 {"resident_after_open_bytes", report.resident_after_open},
+                 {"model_resident_bytes", report.resident_after_open - report.resident_before_open}};
+  const ConfigResult* full = full_row(report);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : report.rows) {
+    nlohmann::json row;
+    row["label"] = r.label();
+    row["method"] = r.method;
+    row["budget"] = r.budget;
+    row["crops"] = r.crops;
+    row["visual_tokens"] = r.visual_tokens;
+    row["text_tokens"] = r.text_tokens;
+    row["prompt_tokens"] = r.prompt_tokens;
+    row["generated_tokens"] = r.generated_tokens;
+    row["flops"] = {{"vision", r.flops.vision}, {"projector", r.flops.projector}, {"prefill", r.flops.prefill},
+                    {"decode_per_token", r.flops.decode_per_token}, {"total", r.flops.total()}};
+    nlohmann::json ms;
+    for (const auto& [name, s] : r.ms) ms[name] = spread_json(s);
+    row["ms"] = ms;
+    row["kv_cache_bytes"] = r.kv_cache_bytes;
+    row["kv_cache_allocated_bytes"] = r.kv_cache_allocated_bytes;
+    row["peak_bytes"] = r.peak_bytes;
+    row["peak_over_baseline_bytes"] = r.peak_over_baseline_bytes;
+    if (full) {
+      const double fp = full->ms.at("prefill").median, ft = full->ms.at("total").median;
+      row["speedup"] = {{"prefill", fp / r.ms.at("prefill").median},
+                        {"total", ft / r.ms.at("total").median},
+                        {"decode_per_token", full->ms.at("decode_per_token").median / r.ms.at("decode_per_token").median},
+                        {"ideal_tokens", static_cast<double>(full->prompt_tokens) / static_cast<double>(r.prompt_tokens)},
+                        {"ideal_flops", full->flops.prefill / r.flops.prefill}};
+      row["reduce_pct_of_full_prefill"] = 100.0 * r.ms.at("reduce").median / fp;
+    }
+    if (const auto* p = python_row(python, r.label())) {
+      nlohmann::json py = *p;
+      const double pp = py_median(*p, "prefill_ms"), pd = py_median(*p, "decode_ms_per_token");
+      py["cpp_over_python"] = {{"prefill", pp > 0 ? r.ms.at("prefill").median / pp : 0.0},
+                               {"decode_per_token", pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0}};
+      row["python"] = py;
+    }
+    rows.push_back(row);
+  }
+  j["rows"] = rows;
+  if (python.is_object()) j["python_reference"] = {{"torch", python.value("torch", "")}, {"threads", python.value("threads", 0)}};
+  return j;
+}
+
+std::string format_tables(const BenchReport& report, const nlohmann::json& python) {
+  const auto& o = report.options;
+  const auto& d = report.dims;
+  std::ostringstream out;
+  out << "era_bench: " << report.model.name << " (" << report.model.arch << ", " << report.model.dtype << ", "
+      << report.model.device << ", " << report.threads << " threads) | vision " << d.vision_hidden << " x "
+      << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
+      << "\n";
+  out << "image " << o.image << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup
+      << ", median of " << o.repeat << " [min-max] | model resident "
+      << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open)) << "\n\n";
+
+  const ConfigResult* full = full_row(report);
+  char line[512];
+  std::snprintf(line, sizeof line, "%-14s %6s %6s %9s %9s %21s %10s %21s %8s %8s %8s %7s\n", "method", "visual", "prompt",
+                "vision ms", "reduce ms", "prefill ms", "decode/tok", "end-to-end ms", "prefill", "ideal", "ideal",
+                "of");
+  out << line;
+  std::snprintf(line, sizeof line, "%-14s %6s %6s %9s %9s %21s %10s %21s %8s %8s %8s %7s\n", "", "tokens", "tokens", "",
+                "", "median [min-max]", "ms", "median [min-max]", "speedup", "tokens", "FLOPs", "ideal");
+  out << line;
+  for (const auto& r : report.rows) {
+    const auto& pf = r.ms.at("prefill");
+    const auto& tt = r.ms.at("total");
+    std::string sp = "-", it = "-", ifl = "-", of = "-";
+    if (full) {
+      const double speed = full->ms.at("prefill").median / pf.median;
+      const double ideal_f = full->flops.prefill / r.flops.prefill;
+      sp = fmt("%.2fx", speed);
+      it = fmt("%.2fx", static_cast<double>(full->prompt_tokens) / static_cast<double>(r.prompt_tokens));
+      ifl = fmt("%.2fx", ideal_f);
+      of = fmt("%.0f%%", 100.0 * speed / ideal_f);
+    }
+    const std::string pre = fmt("%.1f", pf.median) + " [" + fmt("%.1f", pf.min) + "-" + fmt("%.1f", pf.max) + "]";
+    const std::string tot = fmt("%.1f", tt.median) + " [" + fmt("%.1f", tt.min) + "-" + fmt("%.1f", tt.max) + "]";
+    std::snprintf(line, sizeof line, "%-14s %6lld %6lld %9.1f %9.2f %21s %10.2f %21s %8s %8s %8s %7s\n",
+                  r.label().c_str(), static_cast<long long>(r.visual_tokens), static_cast<long long>(r.prompt_tokens),
+                  r.ms.at("vision").median, r.ms.at("reduce").median, pre.c_str(), r.ms.at("decode_per_token").median,
+                  tot.c_str(), sp.c_str(), it.c_str(), ifl.c_str(), of.c_str());
+    out << line;
+  }
+
+  out << "\n";
+  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "method", "GFLOP", "GFLOP",
+                "GFLOP", "GFLOP", "reduce %", "KV cache", "KV alloc", "peak", "e2e");
+  out << line;
+  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "", "vision", "projector",
+                "prefill", "decode/tok", "of full pf", "MiB", "MiB", "+MiB", "speedup");
+  out << line;
+  for (const auto& r : report.rows) {
+    std::string pct = "-", e2e = "-";
+    if (full) {
+      pct = fmt("%.2f%%", 100.0 * r.ms.at("reduce").median / full->ms.at("prefill").median);
+      e2e = fmt("%.2fx", full->ms.at("total").median / r.ms.at("total").median);
+    }
+    std::snprintf(line, sizeof line, "%-14s %10.2f %10.2f %10.2f %12.3f %10s %10.2f %11.2f %11.1f %10s\n",
+                  r.label().c_str(), r.flops.vision / 1e9, r.flops.projector / 1e9, r.flops.prefill / 1e9,
+                  r.flops.decode_per_token / 1e9, pct.c_str(), mib(r.kv_cache_bytes), mib(r.kv_cache_allocated_bytes),
+                  mib(r.peak_over_baseline_bytes), e2e.c_str());
+    out << line;
+  }
+  out << "peak +MiB: " << report.memory_kind << " above the level before the timed runs"
+      << (report.peak_per_configuration ? " (peak reset per configuration)" : " (WARNING: the peak could not be reset: lifetime peak)")
+      << "\n";
+
+  if (python.is_object()) {
+    out << "\nPython reference (eager PyTorch " << python.value("torch", "?") << ", " << python.value("threads", 0)
+        << " threads, same bundle weights, same prompt ids, pixels and visual-token counts):\n";
+    std::snprintf(line, sizeof line, "%-14s %12s %12s %12s %14s %14s\n", "method", "py vision ms", "py prefill ms",
+                  "py decode/tok", "C++/Py prefill", "C++/Py decode");
+    out << line;
+    for (const auto& r : report.rows) {
+      const auto* p = python_row(python, r.label());
+      if (!p) continue;
+      const double pv = py_median(*p, "vision_ms"), pp = py_median(*p, "prefill_ms"), pd = py_median(*p, "decode_ms_per_token");
+      std::snprintf(line, sizeof line, "%-14s %12.1f %12.1f %12.2f %14.2f %14.2f\n", r.label().c_str(), pv, pp, pd,
+                    pp > 0 ? r.ms.at("prefill").median / pp : 0.0,
+                    pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0);
+      out << line;
+    }
+    out << "(ratio < 1: C++ faster)\n";
+  }
+  return out.str();
+}
+
+void dump_inputs(const BenchReport& report, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kInvalidArgument, dir + ": cannot create the folder (" + ec.message() + ")");
+  write_npy(dir + "/pixel_values.npy", report.input.pixel_values.to(torch::kFloat).contiguous());
+  nlohmann::json j;
+  j["token_ids"] = report.input.token_ids;
+  j["image_token_id"] = report.input.image_token_id;
+  j["crops_per_image"] = report.input.crops_per_image;
+  j["max_new_tokens"] = report.options.max_new_tokens;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : report.rows) {
+    nlohmann::json images = nlohmann::json::array();
+    for (const auto& red : r.reductions) {
+      images.push_back({{"original_tokens", red.original_tokens}, {"kept", red.kept}, {"bias", red.bias}});
+    }
+    rows.push_back({{"label", r.label()}, {"method", r.method}, {"budget", r.budget},
+                    {"visual_tokens", r.visual_tokens}, {"prompt_tokens", r.prompt_tokens}, {"images", images}});
+  }
+  j["rows"] = rows;
+  std::ofstream f(dir + "/inputs.json");
+  if (!f) throw Error(ErrorCode::kInvalidArgument, dir + "/inputs.json: cannot write");
+  f << j.dump(1) << "\n";
+}
+
+}  // namespace era::bench

@@ -1,0 +1,83 @@
+#pragma once
+// era_bench's engine: where the time and memory of a request go, per reduction method and budget,
+// against the unreduced run, the ideal (token and FLOPs ratios) and the eager PyTorch reference.
+//
+// For every configuration (method x budget; "full" once) it runs `warmup` untimed requests and
+// `repeat` timed ones through Session::generate (greedy, EOS ignored so every run decodes exactly
+// max_new_tokens), and keeps the per-stage times of the library's Stats, the token counts, the KV
+// cache size, the analytic FLOPs (bench/flops.h) and the peak memory above the resident baseline
+// (bench/memory.h). Methods are plain strings handed to ReductionRequest::method, so any method
+// the library knows can be benchmarked; an unknown one fails as the library reports it.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/flops.h"
+#include "era/era.h"
+
+namespace era::bench {
+
+struct BenchOptions {
+  std::string bundle_dir, image, prompt = "Describe the image in detail.";
+  std::vector<std::string> methods{"full", "era"};
+  std::vector<int64_t> tokens{64};  // budgets for every method but "full"
+  int warmup = 1, repeat = 3;
+  int64_t max_new_tokens = 16;
+  SessionOptions session;
+  ReductionRequest reduction;  // ERA / baseline parameters shared by all configurations
+  std::string scope = "crop";
+};
+
+// Order statistics of one timed quantity over the repeats.
+struct Spread {
+  double median = 0, min = 0, max = 0, q1 = 0, q3 = 0;
+  static Spread of(std::vector<double> values);
+};
+
+struct ConfigResult {
+  std::string method;
+  int64_t budget = 0;  // nominal tokens asked for; 0 = all ("full")
+  int64_t crops = 0, visual_tokens = 0, text_tokens = 0, prompt_tokens = 0, generated_tokens = 0;
+  FlopCount flops;
+  std::map<std::string, Spread> ms;  // preprocess, vision, reduce, prefill, decode_per_token, total
+  int64_t kv_cache_bytes = 0, kv_cache_allocated_bytes = 0;
+  int64_t peak_bytes = 0;                // highest resident / allocated bytes during the timed runs
+  int64_t peak_over_baseline_bytes = 0;  // minus what was resident before them (model + runtime)
+  // What one timed request handed the decoder, for the Python reference (era_bench --dump-inputs).
+  std::vector<ImageReduction> reductions;
+  std::string label() const;  // "full", "era@64"
+};
+
+struct BenchReport {
+  BenchOptions options;
+  ModelInfo model;
+  ModelDims dims;
+  std::string memory_kind;
+  bool peak_per_configuration = true;  // false: the OS refused to reset the peak (lifetime peak)
+  int64_t resident_before_open = 0, resident_after_open = 0;
+  int threads = 0;
+  std::vector<ConfigResult> rows;
+  PreparedInput input;  // the request's preprocessed image and prompt ids (same for every row)
+};
+
+// Runs every configuration; throws era::Error (bad bundle, image, method, option).
+BenchReport run_benchmark(const BenchOptions& options);
+
+// The row of method "full", if measured.
+const ConfigResult* full_row(const BenchReport& report);
+
+// JSON of the whole report (schema: README "Benchmarks"). `python` (may be null): the output of
+// tools/bench_python_reference.py, merged per row with C++/Python ratios.
+nlohmann::json report_json(const BenchReport& report, const nlohmann::json& python = nullptr);
+
+// The human-readable tables.
+std::string format_tables(const BenchReport& report, const nlohmann::json& python = nullptr);
+
+// Writes what the Python reference needs to replay the same requests into `dir`: pixel_values.npy
+// (float32 [crops,3,S,S]) and inputs.json (prompt ids, image token id, per row: label, method,
+// visual tokens, kept indices and LAR biases). Throws era::Error(kInvalidArgument) if unwritable.
+void dump_inputs(const BenchReport& report, const std::string& dir);
+
+}  // namespace era::bench

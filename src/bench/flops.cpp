@@ -1,0 +1,93 @@
+#include "bench/flops.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/manifest.h"
+
+namespace era::bench {
+
+ModelDims read_model_dims(const std::string& bundle_dir) {
+  const Manifest manifest = read_manifest(bundle_dir);  // validates; throws era::Error(kBundle)
+  ModelDims m;
+  const auto& v = manifest.vision;
+  const auto& t = manifest.text;
+  m.image_size = v.image_size;
+  m.patch_size = v.patch_size;
+  m.num_patches = v.num_patches;
+  m.vision_hidden = v.hidden_size;
+  m.vision_layers_run = v.layers_run;
+  m.vision_intermediate = 4 * v.hidden_size;  // CLIP's ratio, for bundles that do not record it
+  std::ifstream in(bundle_dir + "/manifest.json");
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("vision") && j["vision"].is_object()) {
+    const auto& vj = j["vision"];
+    if (vj.contains("intermediate_size") && vj["intermediate_size"].is_number_integer()) {
+      m.vision_intermediate = vj["intermediate_size"].get<int64_t>();
+    }
+  }
+  m.hidden = t.hidden_size;
+  m.intermediate = t.intermediate_size;
+  m.layers = t.num_layers;
+  m.heads = t.num_heads;
+  m.kv_heads = t.num_kv_heads;
+  m.head_dim = t.head_dim;
+  m.vocab = t.vocab_size;
+  return m;
+}
+
+double vision_flops_per_crop(const ModelDims& m) {
+  const double C = m.vision_hidden, I = m.vision_intermediate, P = m.patch_size;
+  const double N = m.num_patches + 1;  // + CLS
+  const double patch_embed = 2.0 * m.num_patches * (3 * P * P) * C;
+  const double per_layer = 2.0 * N * (4 * C * C + 2 * C * I) + 4.0 * N * N * C;
+  return patch_embed + m.vision_layers_run * per_layer;
+}
+
+double projector_flops_per_crop(const ModelDims& m) {
+  const double C = m.vision_hidden, D = m.hidden;
+  return 2.0 * m.num_patches * (C * D + D * D);
+}
+
+namespace {
+// Weight multiply-adds of one token through one decoder layer: q, k, v, o projections and the
+// gated MLP (gate, up, down).
+double layer_weights(const ModelDims& m) {
+  const double D = m.hidden, Hd = static_cast<double>(m.heads) * m.head_dim,
+               Hkvd = static_cast<double>(m.kv_heads) * m.head_dim, F = m.intermediate;
+  return 2 * D * Hd + 2 * D * Hkvd + 3 * D * F;
+}
+double lm_head(const ModelDims& m) { return 2.0 * m.hidden * m.vocab; }
+}  // namespace
+
+double prefill_flops(const ModelDims& m, int64_t prompt_tokens) {
+  const double T = prompt_tokens, Hd = static_cast<double>(m.heads) * m.head_dim;
+  const double per_layer = 2.0 * T * layer_weights(m) + 4.0 * Hd * T * (T + 1) / 2;
+  return m.layers * per_layer + lm_head(m);
+}
+
+double decode_step_flops(const ModelDims& m, int64_t context) {
+  const double Hd = static_cast<double>(m.heads) * m.head_dim;
+  return m.layers * (2.0 * layer_weights(m) + 4.0 * Hd * context) + lm_head(m);
+}
+
+double FlopCount::total() const {
+  return vision + projector + prefill + decode_per_token * static_cast<double>(generated > 0 ? generated - 1 : 0);
+}
+
+FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated) {
+  FlopCount f;
+  f.vision = crops * vision_flops_per_crop(m);
+  f.projector = crops * projector_flops_per_crop(m);
+  f.prefill = prefill_flops(m, prompt_tokens);
+  f.generated = generated;
+  const int64_t steps = generated > 0 ? generated - 1 : 0;
+  if (steps > 0) {
+    double sum = 0;
+    for (int64_t s = 1; s <= steps; ++s) sum += decode_step_flops(m, prompt_tokens + s);
+    f.decode_per_token = sum / static_cast<double>(steps);
+  }
+  return f;
+}
+
+}  // namespace era::bench

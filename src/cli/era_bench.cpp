@@ -1,0 +1,77 @@
+// era_bench: where the time and memory of a request go, per reduction method and token budget,
+// against the unreduced run, the ideal speed-up and (optionally) the eager PyTorch reference.
+// The work is in src/bench/; this file only maps flags to BenchOptions.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "bench/benchmark.h"
+#include "bench/python_reference.h"
+#include "cli/common_flags.h"
+
+int main(int argc, char** argv) {
+  era::cli::ModelFlags model;
+  era::cli::GenerationFlags reduction;  // only the ERA / baseline parameter flags are used
+  era::bench::BenchOptions o;
+  std::string json_path, dump_dir, py_script, interpreter = "/usr/bin/python3";
+  CLI::App app{"era_bench: time, FLOPs and memory per reduction method and budget"};
+  era::cli::add_model_flags(app, model);
+  app.add_option("-i,--image", o.image, "image file")->required();
+  app.add_option("-p,--prompt", o.prompt, "question")->capture_default_str();
+  app.add_option("--methods", o.methods, "reduction methods, comma-separated (any the library knows; full = none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--tokens", o.tokens, "visual-token budgets per image, comma-separated (every method but full)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed requests per configuration")->capture_default_str();
+  app.add_option("--repeat", o.repeat, "timed requests per configuration")->capture_default_str();
+  app.add_option("-n,--max-new-tokens", o.max_new_tokens, "tokens decoded per request (EOS ignored)")->capture_default_str();
+  app.add_option("--budget-scope", o.scope, "LLaVA-NeXT budget scope: crop or image")->capture_default_str();
+  app.add_option("--era-config", reduction.era_config, "ERA options file (see configs/era.json)");
+  app.add_option("--era-set", reduction.era_set, "set one ERA option, key=value; repeatable");
+  app.add_option("--method-set", reduction.method_set, "set one competing-method option, key=value; repeatable");
+  app.add_option("--json", json_path, "also write the report as JSON to this file ('-' = stdout instead of the tables)");
+  app.add_option("--dump-inputs", dump_dir, "write the pixels, prompt ids and kept tokens for the Python reference here");
+  app.add_option("--python-reference", py_script, "run this script (tools/bench_python_reference.py) on the same inputs");
+  app.add_option("--python", interpreter, "Python interpreter for --python-reference")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");
+    o.bundle_dir = model.model;
+    o.session = era::cli::session_options(model);
+    o.reduction = era::cli::base_request(reduction).reduction;
+    const era::bench::BenchReport report = era::bench::run_benchmark(o);
+    if (!dump_dir.empty()) era::bench::dump_inputs(report, dump_dir);
+    nlohmann::json python;
+    if (!py_script.empty()) {
+      era::bench::PythonReferenceOptions po;
+      po.script = py_script;
+      po.python = interpreter;
+      po.work_dir = dump_dir.empty() ? (std::filesystem::temp_directory_path() / ("era_bench_" + std::to_string(::getpid()))).string()
+                                     : dump_dir;
+      python = era::bench::run_python_reference(report, po);
+      if (dump_dir.empty()) std::filesystem::remove_all(po.work_dir);
+    }
+    const auto j = era::bench::report_json(report, python);
+    if (json_path == "-") {
+      std::cout << j.dump(1) << std::endl;
+      return 0;
+    }
+    std::cout << era::bench::format_tables(report, python) << std::flush;
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      if (!f) throw era::Error(era::ErrorCode::kInvalidArgument, json_path + ": cannot write");
+      f << j.dump(1) << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    std::fprintf(stderr, "era_bench: error: %s\n", what.substr(0, what.find('\n')).c_str());
+    return 2;
+  }
+}

@@ -1,0 +1,100 @@
+// era_bench end to end on the tiny bundle: the JSON report has every column with consistent
+// values (budgets honoured, KV cache sized by the prompt, FLOPs ordered, spreads ordered), and
+// an unknown method is one error line with exit status 2. No timing is asserted.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "model/manifest.h"
+#include "test_support.h"
+
+namespace era {
+namespace {
+
+test::CommandResult bench(const std::string& args) {
+  return test::run_command(test::era_bench_path() + " -m " + test::bundle_dir() + " --image " + test::source_dir() +
+                           "/tests/data/sample.png " + args);
+}
+
+const nlohmann::json& row_of(const nlohmann::json& report, const std::string& label) {
+  for (const auto& r : report["rows"]) {
+    if (r["label"] == label) return r;
+  }
+  throw std::runtime_error("no row " + label);
+}
+
+TEST(EraBenchCli, JsonReportHasEveryColumnWithConsistentValues) {
+  const auto dir = test::scratch_dir("era_bench_json");
+  const auto r = bench("--methods full,era --tokens 8,32 --warmup 0 --repeat 2 -n 3 --json " + dir + "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("prefill"), std::string::npos);  // the table went to stdout
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  ASSERT_EQ(j["rows"].size(), 3u);
+  const Manifest m = read_manifest(test::bundle_dir());
+
+  const auto& full = row_of(j, "full");
+  EXPECT_EQ(full["visual_tokens"], m.vision.num_patches);
+  for (const char* label : {"era@8", "era@32"}) {
+    const auto& era = row_of(j, label);
+    EXPECT_EQ(era["visual_tokens"], era["budget"]) << label;
+    EXPECT_EQ(era["text_tokens"], full["text_tokens"]);
+    EXPECT_EQ(era["prompt_tokens"].get<int64_t>(), era["text_tokens"].get<int64_t>() + era["visual_tokens"].get<int64_t>());
+    EXPECT_LT(era["flops"]["prefill"].get<double>(), full["flops"]["prefill"].get<double>());
+    EXPECT_DOUBLE_EQ(era["flops"]["vision"].get<double>(), full["flops"]["vision"].get<double>());
+    const double ideal = full["prompt_tokens"].get<double>() / era["prompt_tokens"].get<double>();
+    EXPECT_DOUBLE_EQ(era["speedup"]["ideal_tokens"].get<double>(), ideal);
+    EXPECT_GT(era["speedup"]["ideal_flops"].get<double>(), 1.0);
+  }
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["generated_tokens"], 3);  // EOS ignored: every run decodes the same length
+    EXPECT_EQ(row["crops"], 1);
+    // 2 decode steps fed back after the prompt: prompt + 2 slots of K and V in every layer
+    const int64_t slots = row["prompt_tokens"].get<int64_t>() + 2;
+    EXPECT_EQ(row["kv_cache_bytes"].get<int64_t>(),
+              2 * m.text.num_layers * m.text.num_kv_heads * m.text.cache_head_dim * 4 * slots);
+    for (const char* stage : {"preprocess", "vision", "reduce", "prefill", "decode_per_token", "total"}) {
+      const auto& s = row["ms"][stage];
+      EXPECT_LE(s["min"].get<double>(), s["median"].get<double>()) << stage;
+      EXPECT_LE(s["median"].get<double>(), s["max"].get<double>()) << stage;
+      EXPECT_LE(s["q1"].get<double>(), s["q3"].get<double>()) << stage;
+      EXPECT_GE(s["min"].get<double>(), 0.0) << stage;
+    }
+    EXPECT_GT(row["ms"]["total"]["median"].get<double>(), row["ms"]["prefill"]["median"].get<double>());
+    EXPECT_GE(row["peak_bytes"].get<int64_t>(), row["peak_over_baseline_bytes"].get<int64_t>());
+  }
+  EXPECT_GT(j["memory"]["resident_after_open_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(j["model"]["layers"], m.text.num_layers);
+}
+
+TEST(EraBenchCli, InputsForThePythonReferenceAreDumped) {
+  const auto dir = test::scratch_dir("era_bench_dump");
+  const auto r = bench("--methods era --tokens 16 --warmup 0 --repeat 1 -n 1 --dump-inputs " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/inputs.json"));
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const auto& images = j["rows"][0]["images"];
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_EQ(images[0]["kept"].size(), 16u);
+  EXPECT_EQ(images[0]["bias"].size(), 16u);
+  const auto ids = j["token_ids"].get<std::vector<int64_t>>();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), j["image_token_id"].get<int64_t>()), 1);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/pixel_values.npy"));
+}
+
+TEST(EraBenchCli, UnknownMethodIsOneErrorLineAndExitTwo) {
+  const auto r = bench("--methods full,no-such-method --tokens 8 --warmup 0 --repeat 1 -n 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("era_bench: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("no-such-method"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(EraBenchCli, BadBudgetIsRefused) {
+  const auto r = bench("--methods era --tokens 0 --repeat 1 -n 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace era

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Tests of tools/make_random_bundle.py: a preset and a --config file each give a bundle the
+exporter's loader accepts, with exactly the declared shapes (manifest and the TorchScript
+modules' parameters), a real-size vocabulary past the tokenizer, and clean errors.
+
+    test_random_bundle.py [--scratch DIR] [unittest options]
+
+Only the small presets are built here (7B needs ~14 GB); the real presets' configurations are
+checked without building them.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = os.path.join(REPO, "tools")
+sys.path.insert(0, TOOLS)
+import make_random_bundle as mrb  # noqa: E402
+
+MAKE = os.path.join(TOOLS, "make_random_bundle.py")
+SCRATCH = None  # set in main()
+
+
+def make(*args):
+    return subprocess.run([sys.executable, MAKE, *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def read_json(path):
+    with open(path, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def params(bundle, name):
+    m = torch.jit.load(os.path.join(bundle, name))
+    return {k: list(p.shape) for k, p in m.named_parameters()}
+
+
+class RandomBundleTest(unittest.TestCase):
+    def check_shapes(self, bundle, spec, vocab):
+        m = read_json(os.path.join(bundle, "manifest.json"))
+        t, v = m["text"], m["vision"]
+        self.assertEqual(t["hidden_size"], spec["text_hidden"])
+        self.assertEqual(t["intermediate_size"], spec["text_intermediate"])
+        self.assertEqual(t["num_layers"], spec["text_layers"])
+        self.assertEqual(t["num_heads"], spec["text_heads"])
+        self.assertEqual(t["head_dim"], spec["text_hidden"] // spec["text_heads"])
+        self.assertEqual(v["hidden_size"], spec["vision_hidden"])
+        self.assertEqual(v["intermediate_size"], spec["vision_intermediate"])
+        self.assertEqual(v["layers_run"], spec["vision_layers"] - 1)  # feature layer -2
+        self.assertEqual(t["vocab_size"], vocab)
+        D, F = spec["text_hidden"], spec["text_intermediate"]
+        dec = params(bundle, "decoder.pt")
+        self.assertEqual(dec["embed_tokens.weight"], [vocab, D])
+        self.assertEqual(dec["lm_head.weight"], [vocab, D])
+        self.assertEqual(dec[f"layers.{spec['text_layers'] - 1}.mlp.down_proj.weight"], [D, F])
+        self.assertNotIn(f"layers.{spec['text_layers']}.mlp.down_proj.weight", dec)
+        vis = params(bundle, "vision.pt")
+        C = spec["vision_hidden"]
+        self.assertEqual(vis["encoder.layers.0.mlp.fc1.weight"], [spec["vision_intermediate"], C])
+        self.assertIn(f"encoder.layers.{v['layers_run'] - 1}.mlp.fc1.weight", vis)
+        self.assertNotIn(f"encoder.layers.{v['layers_run']}.mlp.fc1.weight", vis)
+        self.assertEqual(params(bundle, "projector.pt")["linear_1.weight"], [D, C])
+        return m
+
+    def test_tiny_preset_is_a_bundle_of_the_declared_shapes(self):
+        out = os.path.join(SCRATCH, "tiny")
+        r = make("--preset", "tiny", "--dtype", "float32", "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("decoder.pt   max abs diff", r.stdout)  # the export's own check ran
+        m = self.check_shapes(out, mrb.PRESETS["tiny"], 1024)  # 1000 pieces + 2, padded to 64
+        self.assertEqual(m["arch"], "llava-1.5")
+        self.assertEqual(m["model_name"], "random-tiny")
+        # seeded: the same preset and seed give the same weights
+        out2 = os.path.join(SCRATCH, "tiny-again")
+        self.assertEqual(make("--preset", "tiny", "--dtype", "float32", "--out", out2,
+                              "--no-check").returncode, 0)
+        a = torch.jit.load(os.path.join(out, "decoder.pt")).state_dict()
+        b = torch.jit.load(os.path.join(out2, "decoder.pt")).state_dict()
+        self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
+        # rows past the tokenizer are the mean row: greedy decoding never picks them
+        lm = a["lm_head.weight"]
+        self.assertTrue(torch.allclose(lm[1000:], lm[1000:1001].expand(lm.shape[0] - 1000, -1)))
+
+    def test_config_file_with_real_vocab_and_next_arch(self):
+        config = mrb.preset_config("tiny-next", "float16", 1000)
+        config["text_config"].update(hidden_size=96, num_attention_heads=3, num_key_value_heads=3,
+                                     intermediate_size=160, num_hidden_layers=1)
+        config["vocab_size"] = config["text_config"]["vocab_size"] = 2048
+        path = os.path.join(SCRATCH, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        out = os.path.join(SCRATCH, "from-config")
+        r = make("--config", path, "--dtype", "float16", "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        spec = dict(mrb.PRESETS["tiny-next"], text_hidden=96, text_heads=3, text_intermediate=160,
+                    text_layers=1)
+        m = self.check_shapes(out, spec, 2048)
+        self.assertEqual(m["arch"], "llava-next")
+        self.assertEqual(m["dtype"], "float16")
+        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        newline = dict(proj.named_parameters())["image_newline"]
+        self.assertEqual(list(newline.shape), [96])
+        self.assertEqual(newline.dtype, torch.float16)
+
+    def test_real_presets_declare_the_published_geometry(self):
+        c = mrb.preset_config("llava-1.5-7b", "float16", 1000)
+        t, v = c["text_config"], c["vision_config"]
+        self.assertEqual((t["hidden_size"], t["intermediate_size"], t["num_hidden_layers"],
+                          t["num_attention_heads"], t["vocab_size"]), (4096, 11008, 32, 32, 32064))
+        self.assertEqual((v["hidden_size"], v["intermediate_size"], v["num_hidden_layers"],
+                          v["image_size"], v["patch_size"]), (1024, 4096, 24, 336, 14))
+        t13 = mrb.preset_config("llava-1.5-13b", "float16", 1000)["text_config"]
+        self.assertEqual((t13["hidden_size"], t13["num_hidden_layers"]), (5120, 40))
+        self.assertEqual(mrb.preset_config("llava-next-7b", "float16", 1000)["model_type"],
+                         "llava_next")
+
+    def test_bad_config_is_a_clean_error(self):
+        path = os.path.join(SCRATCH, "not-llava.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"model_type": "bert"}, f)
+        r = make("--config", path, "--out", os.path.join(SCRATCH, "never"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("make_random_bundle: error:", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(SCRATCH, "never", "manifest.json")))
+
+
+def main():
+    global SCRATCH
+    p = argparse.ArgumentParser()
+    p.add_argument("--scratch")
+    args, rest = p.parse_known_args()
+    SCRATCH = args.scratch or tempfile.mkdtemp(prefix="era-random-bundle-")
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    unittest.main(argv=[sys.argv[0]] + rest)
+
+
+if __name__ == "__main__":
+    main()
