@@ -388,6 +388,47 @@ TEST(EraEval, MethodsAndBudgetsSideBySide) {
   EXPECT_EQ(count(done.err, "loading the model"), 0u) << done.err;
 }
 
+// Issue 6's comparison run: every competing method next to full and ERA, on LLaVA-1.5 and NeXT.
+// Each record carries the real number of visual tokens the decoder saw; on LLaVA-1.5 that is the
+// budget for every method but DART (official count 4 + 8*floor(B/8)); the tiny models have two
+// decoder layers, so the in-decoder methods prune after layer 1.
+void run_every_method(const std::string& bundle, int64_t tokens, bool next) {
+  Workspace ws(next ? "era_eval_every_method_next" : "era_eval_every_method");
+  const auto q = ws.questions("q.jsonl", 2);
+  const auto dir = ws.dir + "/runs";
+  const std::vector<std::string> methods = {"full", "era", "divprune", "visionzip", "cdpruner", "pool", "random", "fastv", "dart"};
+  std::string list;
+  for (const auto& m : methods) list += (list.empty() ? "" : ",") + m;
+  const auto r = test::run_command(test::era_eval_path() + " -m " + bundle + " --questions " + q + " --image-folder " + ws.images +
+                                   " --answers-dir " + dir + " -n 2 --methods " + list + " --tokens " + std::to_string(tokens) +
+                                   " --method-set fastv_layer=1 --method-set dart_layer=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<int64_t, int64_t> full_tokens;  // question line -> unreduced count
+  for (const auto& a : records_of(dir + "/full.jsonl")) full_tokens[a["metadata"]["line"]] = a["metadata"]["visual_tokens"];
+  ASSERT_EQ(full_tokens.size(), 2u);
+  for (const auto& m : methods) {
+    if (m == "full") continue;
+    const auto file = dir + "/" + m + "_" + std::to_string(tokens) + ".jsonl";
+    expect_complete(file, 2);
+    for (const auto& a : records_of(file)) {
+      ASSERT_FALSE(a.contains("error")) << m << ": " << a.dump();
+      EXPECT_EQ(a["metadata"]["method"], m);
+      EXPECT_EQ(a["metadata"]["tokens"], tokens) << m;
+      const int64_t real = a["metadata"]["visual_tokens"];
+      const int64_t full = full_tokens.at(a["metadata"]["line"]);
+      if (!next) {
+        EXPECT_EQ(real, m == "dart" ? 4 + 8 * (tokens / 8) : tokens) << m;
+      } else {  // NeXT: newlines and per-crop budgets make the count exceed the nominal budget a little
+        EXPECT_GE(real, tokens * 9 / 10) << m;
+        EXPECT_LT(real, full / 4) << m;
+      }
+    }
+  }
+}
+
+TEST(EraEval, EveryCompetingMethodSideBySideOnLlava15) { run_every_method(test::bundle_dir(), 64, false); }
+TEST(EraEval, EveryCompetingMethodSideBySideOnLlavaNext) { run_every_method(test::next_bundle_dir(), 160, true); }
+
 TEST(EraEval, SideBySideUsageErrorsComeBeforeAnyWork) {
   Workspace ws("era_eval_side_by_side_usage");
   const auto q = ws.questions("q.jsonl", 1);
