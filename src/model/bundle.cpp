@@ -91,6 +91,21 @@ void check_modules(const ModelBundle& b) {
 
 }  // namespace
 
+// Some LibTorch builds lack the kernels a dtype needs on a device (LibTorch 1.13 has no float16
+// matmul on the CPU): refuse at load time with a clear message rather than fail deep inside the
+// first request with a TorchScript interpreter trace.
+static void check_dtype_supported(torch::ScalarType dtype, const torch::Device& device) {
+  if (dtype == torch::kFloat) return;
+  try {
+    const auto a = torch::ones({2, 2}, torch::TensorOptions().dtype(dtype).device(device));
+    (void)torch::matmul(a, a).sum().item<double>();
+  } catch (const std::exception&) {
+    throw Error(ErrorCode::kInvalidArgument, "dtype " + dtype_name(dtype) + " is not supported on " + device.str() +
+                                                 " by this LibTorch build (no matrix multiply kernel); use float32" +
+                                                 (device.is_cpu() ? " or bfloat16 on the CPU, or a CUDA device" : ""));
+  }
+}
+
 torch::ScalarType parse_dtype(const std::string& name) {
   if (name == "float32" || name == "fp32" || name == "float") return torch::kFloat;
   if (name == "float16" || name == "fp16" || name == "half") return torch::kHalf;
@@ -120,6 +135,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
 
   b.dtype = dtype.value_or(parse_dtype(b.manifest.dtype));
   b.device = device;
+  check_dtype_supported(b.dtype, device);
   const bool convert = b.dtype != parse_dtype(b.manifest.dtype);
   for (auto* m : {&b.vision, &b.projector, &b.decoder}) {
     m->eval();

@@ -42,11 +42,8 @@ std::vector<int64_t> dpp_greedy_map(const torch::Tensor& L, int64_t k) {
   if (!L.defined() || L.dim() != 2 || L.size(0) != L.size(1)) throw Error(ErrorCode::kInvalidArgument, "dpp: kernel must be [N, N]");
   const int64_t n = L.size(0);
   k = effective_budget(k, n);
+  if (k == n) return all_indices(n);
   std::vector<int64_t> picked;
-  if (k == n) {
-    for (int64_t i = 0; i < n; ++i) picked.push_back(i);
-    return picked;
-  }
   const torch::Tensor kernel = L.to(torch::kFloat);
   torch::Tensor gain = kernel.diagonal().clone();       // d_j^2: det(L_{S+j}) / det(L_S)
   torch::Tensor c = torch::zeros({k, n}, kernel.options());  // rows of the incremental Cholesky factor

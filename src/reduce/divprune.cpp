@@ -11,11 +11,8 @@ std::vector<int64_t> divprune_select(const torch::Tensor& x, int64_t k) {
   if (!x.defined() || x.dim() != 2) throw Error(ErrorCode::kInvalidArgument, "divprune: tokens must be [N, D]");
   const int64_t n = x.size(0);
   k = effective_budget(k, n);
+  if (k == n) return all_indices(n);
   std::vector<int64_t> picked;
-  if (k == n) {
-    for (int64_t i = 0; i < n; ++i) picked.push_back(i);
-    return picked;
-  }
   // float32 on the tokens' device (the official code runs in the model dtype; float32 keeps
   // near-ties from depending on it).
   const torch::Tensor xf = x.to(torch::kFloat);

@@ -116,6 +116,20 @@ TEST(Session, BfloatRunsOnCpu) {
   EXPECT_EQ(s.info().dtype, "bfloat16");
 }
 
+// float16 either runs (LibTorch builds with CPU half kernels) or is refused when the session
+// opens, with a message naming the dtype: never a TorchScript failure in the middle of a request.
+TEST(Session, HalfOnCpuRunsOrIsRefusedAtOpen) {
+  SessionOptions o;
+  o.dtype = "float16";
+  try {
+    auto s = Session::open(test::bundle_dir(), o);
+    EXPECT_EQ(s.generate(sample_request(2)).tokens.size(), 2u);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("dtype float16 is not supported on cpu"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace era
 
