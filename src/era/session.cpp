@@ -23,6 +23,7 @@
 #include "text/prompt.h"
 #include "text/tokenizer.h"
 #include "util/compat.h"
+#include "util/error_text.h"
 
 namespace era {
 namespace {
@@ -268,7 +269,6 @@ void describe_in_decoder(const std::vector<std::vector<int64_t>>& kept_in_span, 
   }
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
 std::string strip(const std::string& s) {
@@ -305,11 +305,11 @@ std::function<bool(const std::string&)> relay_exceptions(const std::function<boo
   } catch (const CallbackThrew& c) {
     std::rethrow_exception(c.error);
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+    throw Error(ErrorCode::kRuntime, "model failed: " + error_summary(e.what()));
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::kRuntime, "out of memory");
   } catch (const std::exception& e) {
-    throw Error(ErrorCode::kRuntime, std::string("internal failure: ") + first_line(e.what()));
+    throw Error(ErrorCode::kRuntime, std::string("internal failure: ") + error_summary(e.what()));
   } catch (...) {
     throw Error(ErrorCode::kRuntime, "internal failure of unknown type");
   }
@@ -478,7 +478,7 @@ Result Session::generate(const Request& request) try {
     st.kv_cache_bytes = cache.bytes_used();
     st.kv_cache_allocated_bytes = cache.bytes_allocated();
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+    throw Error(ErrorCode::kRuntime, "model failed: " + error_summary(e.what()));
   }
   st.total_ms = ms_since(t_start);
   return result;
@@ -542,7 +542,7 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
       r.stats.total_ms = ms_since(t_start);
     }
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+    throw Error(ErrorCode::kRuntime, "model failed: " + error_summary(e.what()));
   }
   return results;
 } catch (...) {
@@ -582,7 +582,7 @@ AttentionReport Session::attention_report(const Request& request) try {
     report.method = request.reduction.method;
     return report;
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kRuntime, "model failed: " + first_line(e.what()));
+    throw Error(ErrorCode::kRuntime, "model failed: " + error_summary(e.what()));
   }
 } catch (...) {
   rethrow_as_era_error();
