@@ -81,6 +81,7 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   std::map<std::string, std::vector<double>> samples;
   if (!memory.reset_peak()) peak_per_configuration = false;
   const int64_t baseline = memory.current();
+  EarlyLayers early;  // what the first decoder layers saw, for FastV / DART
   for (int i = 0; i < o.repeat; ++i) {
     Result r = session.generate(request);
     const Stats& s = r.stats;
@@ -97,11 +98,15 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
     row.kv_cache_bytes = s.kv_cache_bytes;
     row.kv_cache_allocated_bytes = s.kv_cache_allocated_bytes;
     row.reductions = std::move(r.reductions);
+    if (s.visual_tokens_early_layers != s.visual_tokens) {  // in-decoder pruning after layer K
+      const auto& b = request.reduction.baselines;
+      early = {request.reduction.method == "dart" ? b.dart_layer : b.fastv_layer, s.text_tokens + s.visual_tokens_early_layers};
+    }
   }
   row.peak_bytes = memory.peak();
   row.peak_over_baseline_bytes = std::max<int64_t>(0, row.peak_bytes - baseline);
   for (auto& [name, v] : samples) row.ms[name] = Spread::of(v);
-  row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens);
+  row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early);
   return row;
 }
 

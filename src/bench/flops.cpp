@@ -1,5 +1,6 @@
 #include "bench/flops.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -58,33 +59,38 @@ double layer_weights(const ModelDims& m) {
   return 2 * D * Hd + 2 * D * Hkvd + 3 * D * F;
 }
 double lm_head(const ModelDims& m) { return 2.0 * m.hidden * m.vocab; }
+double prefill_layer(const ModelDims& m, int64_t prompt_tokens) {
+  const double T = prompt_tokens, Hd = static_cast<double>(m.heads) * m.head_dim;
+  return 2.0 * T * layer_weights(m) + 4.0 * Hd * T * (T + 1) / 2;
+}
+double decode_layer(const ModelDims& m, int64_t context) {
+  const double Hd = static_cast<double>(m.heads) * m.head_dim;
+  return 2.0 * layer_weights(m) + 4.0 * Hd * context;
+}
 }  // namespace
 
-double prefill_flops(const ModelDims& m, int64_t prompt_tokens) {
-  const double T = prompt_tokens, Hd = static_cast<double>(m.heads) * m.head_dim;
-  const double per_layer = 2.0 * T * layer_weights(m) + 4.0 * Hd * T * (T + 1) / 2;
-  return m.layers * per_layer + lm_head(m);
-}
+double prefill_flops(const ModelDims& m, int64_t prompt_tokens) { return m.layers * prefill_layer(m, prompt_tokens) + lm_head(m); }
 
-double decode_step_flops(const ModelDims& m, int64_t context) {
-  const double Hd = static_cast<double>(m.heads) * m.head_dim;
-  return m.layers * (2.0 * layer_weights(m) + 4.0 * Hd * context) + lm_head(m);
-}
+double decode_step_flops(const ModelDims& m, int64_t context) { return m.layers * decode_layer(m, context) + lm_head(m); }
 
 double FlopCount::total() const {
   return vision + projector + prefill + decode_per_token * static_cast<double>(generated > 0 ? generated - 1 : 0);
 }
 
-FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated) {
+FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated, const EarlyLayers& early) {
+  const int64_t k = std::clamp<int64_t>(early.layers, 0, m.layers);
+  const int64_t early_tokens = k > 0 ? early.prompt_tokens : prompt_tokens;
   FlopCount f;
   f.vision = crops * vision_flops_per_crop(m);
   f.projector = crops * projector_flops_per_crop(m);
-  f.prefill = prefill_flops(m, prompt_tokens);
+  f.prefill = k * prefill_layer(m, early_tokens) + (m.layers - k) * prefill_layer(m, prompt_tokens) + lm_head(m);
   f.generated = generated;
   const int64_t steps = generated > 0 ? generated - 1 : 0;
   if (steps > 0) {
     double sum = 0;
-    for (int64_t s = 1; s <= steps; ++s) sum += decode_step_flops(m, prompt_tokens + s);
+    for (int64_t s = 1; s <= steps; ++s) {
+      sum += k * decode_layer(m, early_tokens + s) + (m.layers - k) * decode_layer(m, prompt_tokens + s) + lm_head(m);
+    }
     f.decode_per_token = sum / static_cast<double>(steps);
   }
   return f;

@@ -16,6 +16,8 @@
 //     + 2 D V                                                  LM head, last position only
 //   one decode step at context t (t keys incl. the new one):
 //       L * [ 2(2DHd + 2DHkv d + 3DF) + 4 H d t ] + 2 D V
+//   in-decoder pruning (FastV, DART) after layer K: layers < K count the whole prompt T0 (and
+//   contexts T0 + s), layers >= K the pruned prompt T (and T + s).
 #include <cstdint>
 #include <string>
 
@@ -47,8 +49,15 @@ double projector_flops_per_crop(const ModelDims& m);
 double prefill_flops(const ModelDims& m, int64_t prompt_tokens);
 double decode_step_flops(const ModelDims& m, int64_t context);  // context = keys the step attends to
 
+// The first `layers` decoder layers saw `prompt_tokens` (in-decoder pruning); none by default.
+struct EarlyLayers {
+  int64_t layers = 0;
+  int64_t prompt_tokens = 0;
+};
+
 // A request with `crops` vision crops, `prompt_tokens` decoder prompt tokens and `generated`
 // answer tokens (decode steps = generated - 1: the last token is never fed back).
-FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated);
+FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated,
+                      const EarlyLayers& early = {});
 
 }  // namespace era::bench

@@ -65,6 +65,21 @@ TEST(Flops, ARequestAddsItsPartsAndAveragesTheDecodeSteps) {
   EXPECT_GT(bench::prefill_flops(dims, 640), bench::prefill_flops(dims, 128));
 }
 
+// FastV / DART: the first K layers run over the whole prompt, the others over the pruned one.
+TEST(Flops, InDecoderPruningCountsEachLayerGroupAtItsOwnLength) {
+  const auto dims = bench::read_model_dims(test::bundle_dir());
+  ASSERT_EQ(dims.layers, 2);
+  const auto pruned = bench::count_flops(dims, 1, 100, 2, {1, 600});
+  const auto full = bench::count_flops(dims, 1, 600, 2);
+  const auto small = bench::count_flops(dims, 1, 100, 2);
+  const double head = 2.0 * dims.hidden * dims.vocab;
+  // one layer at each length, one LM head
+  EXPECT_DOUBLE_EQ(pruned.prefill, (full.prefill - head) / 2 + (small.prefill - head) / 2 + head);
+  EXPECT_DOUBLE_EQ(pruned.decode_per_token, (full.decode_per_token - head) / 2 + (small.decode_per_token - head) / 2 + head);
+  // K = 0 is no early group at all
+  EXPECT_DOUBLE_EQ(bench::count_flops(dims, 1, 100, 2, {0, 600}).prefill, small.prefill);
+}
+
 TEST(Flops, MissingBundleIsABundleError) {
   try {
     bench::read_model_dims(test::scratch_dir("flops_no_bundle"));
