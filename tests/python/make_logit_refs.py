@@ -62,6 +62,22 @@ def write_json(out, name, obj):
         f.write("\n")
 
 
+def build_eager_modules(ckpt):
+    """The eager float32 reference: vision tower, projector and the explicit-formula decoder."""
+    return (build_vision(ckpt, torch.float32), build_projector(ckpt, torch.float32),
+            build_decoder(ckpt, torch.float32, attention="explicit"))
+
+
+def splice_image(decoder, ids, image_token_id, image_rows):
+    """Text embeddings with the one image placeholder replaced by image_rows [1, N, D]
+    -> (embeds [1, L, D], placeholder position)."""
+    p_img = ids.index(image_token_id)
+    text_emb = decoder.embed(torch.tensor([ids], dtype=torch.int64))
+    embeds = torch.cat([text_emb[:, :p_img], image_rows.to(text_emb.dtype), text_emb[:, p_img + 1:]],
+                       dim=1)
+    return embeds, p_img
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -78,9 +94,7 @@ def main(argv=None):
         print(f"make_logit_refs: error: {e}", file=sys.stderr)
         return 2
     cfg, pre = ckpt.config, ckpt.preprocessor
-    vision = build_vision(ckpt, torch.float32)
-    projector = build_projector(ckpt, torch.float32)
-    decoder = build_decoder(ckpt, torch.float32, attention="explicit")
+    vision, projector, decoder = build_eager_modules(ckpt)
     os.makedirs(args.out, exist_ok=True)
 
     # ---- image
@@ -111,9 +125,7 @@ def main(argv=None):
         save(args.out, "projected.npy", projected[0])
 
         # ---- splice: text before, N image rows, text after
-        p_img = ids.index(cfg.image_token_id)
-        text_emb = decoder.embed(torch.tensor([ids], dtype=torch.int64))
-        embeds = torch.cat([text_emb[:, :p_img], projected, text_emb[:, p_img + 1:]], dim=1)
+        embeds, p_img = splice_image(decoder, ids, cfg.image_token_id, projected)
         L, N = embeds.shape[1], projected.shape[1]
         positions = torch.arange(L).unsqueeze(0)
 

@@ -39,13 +39,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tools"))
 from era_tools import anyres_reference, pil_reference, prompt_reference  # noqa: E402
 from era_tools.hf_checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from era_tools.llava_model import build_decoder, build_projector, build_vision  # noqa: E402
 from era_tools.safetensors_io import WeightsFileError  # noqa: E402
 
 QUESTION = "What is shown in this image?"
 
 
-from make_logit_refs import save, write_json  # noqa: E402  (same fixture conventions)
+from make_logit_refs import build_eager_modules, save, splice_image, write_json  # noqa: E402  (same fixture conventions)
 
 
 def main(argv=None):
@@ -68,9 +67,7 @@ def main(argv=None):
         return 2
     tile, p_side = cfg.vision.image_size, cfg.vision.grid
     pinpoints = [tuple(x) for x in cfg.grid_pinpoints]
-    vision = build_vision(ckpt, torch.float32)
-    projector = build_projector(ckpt, torch.float32)
-    decoder = build_decoder(ckpt, torch.float32, attention="explicit")
+    vision, projector, decoder = build_eager_modules(ckpt)
     image_newline = projector.image_newline.detach().float()
     os.makedirs(args.out, exist_ok=True)
 
@@ -109,10 +106,7 @@ def main(argv=None):
             return 1
 
         # ---- splice: text before, T visual rows, text after
-        p_img = ids.index(cfg.image_token_id)
-        text_emb = decoder.embed(torch.tensor([ids], dtype=torch.int64))
-        embeds = torch.cat([text_emb[:, :p_img], packed[None].to(text_emb.dtype),
-                            text_emb[:, p_img + 1:]], dim=1)
+        embeds, p_img = splice_image(decoder, ids, cfg.image_token_id, packed[None])
         L = embeds.shape[1]
         if L > cfg.text.max_position_embeddings:
             print(f"make_next_refs: warning: sequence {L} exceeds max_position_embeddings "

@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tools"))
 from era_tools import pil_reference, prompt_reference  # noqa: E402
 from era_tools.hf_checkpoint import load_checkpoint  # noqa: E402
-from era_tools.llava_model import build_decoder, build_projector, build_vision  # noqa: E402
+from make_logit_refs import build_eager_modules, splice_image  # noqa: E402  (same reference model)
 
 QUESTION = "What is shown in this image?"
 STEPS = 8
@@ -82,9 +82,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     ckpt = load_checkpoint(args.checkpoint)
     cfg, pre = ckpt.config, ckpt.preprocessor
-    vision = build_vision(ckpt, torch.float32)
-    projector = build_projector(ckpt, torch.float32)
-    decoder = build_decoder(ckpt, torch.float32, attention="explicit")
+    vision, projector, decoder = build_eager_modules(ckpt)
     os.makedirs(args.out, exist_ok=True)
 
     pixels = pil_reference.preprocess_pad(pil_reference.load_rgb(args.image),
@@ -94,9 +92,7 @@ def main(argv=None):
     ids = prompt_reference.tokenizer_image_token(sp, prompt, cfg.image_token_id, bos_id=ckpt.bos_id)
     with torch.no_grad():
         projected = projector(vision(torch.from_numpy(pixels[None]))[0])
-        start = ids.index(cfg.image_token_id)
-        text_emb = decoder.embed(torch.tensor([ids], dtype=torch.int64))
-        embeds = torch.cat([text_emb[:, :start], projected, text_emb[:, start + 1:]], dim=1)
+        embeds, start = splice_image(decoder, ids, cfg.image_token_id, projected)
         L, n = embeds.shape[1], projected.shape[1]
         positions = torch.arange(L).unsqueeze(0)
         bias = torch.zeros(1, L)
