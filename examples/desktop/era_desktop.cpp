@@ -20,7 +20,7 @@
 
 #include "answer_canvas.h"
 #include "era/era.h"
-#include "report/reduction_viz.h"
+#include "era/reduction_picture.h"
 
 namespace {
 
@@ -62,19 +62,23 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// The base crop's slice of an image's reduction (all of it for LLaVA-1.5).
+era::ImageReduction crop_of(const era::ImageReduction& reduction, int64_t tokens_per_crop) {
+  era::ImageReduction crop;
+  crop.assignment.assign(reduction.assignment.begin(), reduction.assignment.begin() + tokens_per_crop);
+  for (const int64_t k : reduction.kept) {
+    if (k >= 0 && k < tokens_per_crop) crop.kept.push_back(k);
+  }
+  return crop;
+}
+
 // The base crop as the vision tower saw it, with the reduction drawn over it when there is one.
 cv::Mat picture_of(const era::PreparedInput& in, const era::ImageReduction* reduction, int64_t tokens_per_crop) {
   const int64_t grid = std::lround(std::sqrt(static_cast<double>(tokens_per_crop)));
-  if (reduction) {
-    era::ImageReduction crop;  // the base crop's slice (all of it for LLaVA-1.5)
-    crop.assignment.assign(reduction->assignment.begin(), reduction->assignment.begin() + tokens_per_crop);
-    for (const int64_t k : reduction->kept) {
-      if (k >= 0 && k < tokens_per_crop) crop.kept.push_back(k);
-    }
-    return era::draw_reduction(in.display_images[0], grid, crop, /*scale=*/1);
-  }
-  const auto rgb = in.display_images[0].contiguous();
-  cv::Mat view(static_cast<int>(rgb.size(0)), static_cast<int>(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
+  // era::Image pixels are tightly packed RGB rows.
+  const era::Image rgb = reduction ? era::draw_reduction(in.crops[0], grid, crop_of(*reduction, tokens_per_crop), /*scale=*/1)
+                                   : in.crops[0];
+  cv::Mat view(rgb.height(), rgb.width(), CV_8UC3, const_cast<uint8_t*>(rgb.data()));
   cv::Mat bgr;
   cv::cvtColor(view, bgr, cv::COLOR_RGB2BGR);
   return bgr;
@@ -92,7 +96,7 @@ class DesktopApp {
     request.prompt = question;
     request.max_new_tokens = options_.max_new_tokens;
     request.reduction.method = options_.method;
-    request.reduction.tokens = options_.method == "full" ? 0 : options_.tokens;
+    request.reduction.tokens = era::method_info(options_.method).stage == era::MethodStage::kNone ? 0 : options_.tokens;
     const auto info = session_.info();
     const era::PreparedInput in = session_.prepare(request);
 

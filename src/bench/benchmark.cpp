@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include "bench/memory.h"
+#include "era/debug.h"
+#include "reduce/registry.h"
+#include "report/result_json.h"
 #include "util/npy.h"
 
 namespace era::bench {
@@ -41,7 +44,7 @@ std::vector<Config> configurations(const BenchOptions& o) {
   std::vector<Config> out;
   for (const auto& m : o.methods) {
     if (m.empty()) throw Error(ErrorCode::kInvalidArgument, "empty method name in the method list");
-    if (m == "full") {
+    if (is_unreduced_method(m)) {
       out.push_back({m, 0});
       continue;
     }
@@ -85,12 +88,10 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   for (int i = 0; i < o.repeat; ++i) {
     Result r = session.generate(request);
     const Stats& s = r.stats;
-    samples["preprocess"].push_back(s.preprocess_ms);
-    samples["vision"].push_back(s.vision_ms);
-    samples["reduce"].push_back(s.reduce_ms);
-    samples["prefill"].push_back(s.prefill_ms);
+    for (const auto& stage : stage_times()) {
+      if (stage.ms != &Stats::decode_ms) samples[stage.name].push_back(s.*stage.ms);
+    }
     samples["decode_per_token"].push_back(mean_of(s.decode_step_ms));
-    samples["total"].push_back(s.total_ms);
     row.visual_tokens = s.visual_tokens;
     row.text_tokens = s.text_tokens;
     row.prompt_tokens = s.prompt_tokens;
@@ -99,8 +100,8 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
     row.kv_cache_allocated_bytes = s.kv_cache_allocated_bytes;
     row.reductions = std::move(r.reductions);
     if (s.visual_tokens_early_layers != s.visual_tokens) {  // in-decoder pruning after layer K
-      const auto& b = request.reduction.baselines;
-      early = {request.reduction.method == "dart" ? b.dart_layer : b.fastv_layer, s.text_tokens + s.visual_tokens_early_layers};
+      const MethodSpec& method = find_method(request.reduction.method);
+      early = {method.pruning_layer(request.reduction.baselines), s.text_tokens + s.visual_tokens_early_layers};
     }
   }
   row.peak_bytes = memory.peak();
@@ -168,7 +169,9 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.resident_after_open = memory.current();
   report.model = session.info();
   report.threads = at::get_num_threads();
-  report.input = session.prepare(make_request(options, configs.front()));
+  const Request first_request = make_request(options, configs.front());
+  report.input = session.prepare(first_request);
+  report.pixel_values = debug::pixel_values(session, first_request);
   for (const auto& c : configs) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration));
   }
@@ -177,7 +180,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
 
 const ConfigResult* full_row(const BenchReport& report) {
   for (const auto& r : report.rows) {
-    if (r.method == "full") return &r;
+    if (is_unreduced_method(r.method)) return &r;
   }
   return nullptr;
 }
@@ -338,7 +341,7 @@ void dump_inputs(const BenchReport& report, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::kInvalidArgument, dir + ": cannot create the folder (" + ec.message() + ")");
-  write_npy(dir + "/pixel_values.npy", report.input.pixel_values.to(torch::kFloat).contiguous());
+  write_npy(dir + "/pixel_values.npy", report.pixel_values.to(torch::kFloat).contiguous());
   nlohmann::json j;
   j["token_ids"] = report.input.token_ids;
   j["image_token_id"] = report.input.image_token_id;

@@ -15,13 +15,15 @@
 #include <vector>
 
 #include "bench/flops.h"
+#include <torch/script.h>
+
 #include "era/era.h"
 
 namespace era::bench {
 
 struct BenchOptions {
   std::string bundle_dir, image, prompt = "Describe the image in detail.";
-  std::vector<std::string> methods{"full", "era"};
+  std::vector<std::string> methods{kUnreducedMethod, "era"};
   std::vector<int64_t> tokens{64};  // budgets for every method but "full"
   int warmup = 1, repeat = 3;
   int64_t max_new_tokens = 16;
@@ -59,7 +61,8 @@ struct BenchReport {
   int64_t resident_before_open = 0, resident_after_open = 0;
   int threads = 0;
   std::vector<ConfigResult> rows;
-  PreparedInput input;  // the request's preprocessed image and prompt ids (same for every row)
+  PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
+  torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got
 };
 
 // Runs every configuration; throws era::Error (bad bundle, image, method, option).

@@ -24,7 +24,7 @@ struct GenerationFlags {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool ignore_eos = false;
-  std::string method = "full";
+  std::string method = kUnreducedMethod;
   int64_t tokens = 0;
   float keep_ratio = 0.0f;
   std::string scope = "crop";
@@ -41,16 +41,27 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
 }
 
+// The --method help, from the method registry: every method with its one-line summary.
+inline std::string methods_help(const std::string& lead) {
+  std::string text = lead;
+  for (const MethodInfo& m : available_methods()) {
+    text += "\n  " + m.name + std::string(m.name.size() < 12 ? 12 - m.name.size() : 1, ' ') + m.summary;
+    if (!m.options.empty()) {
+      text += " (--method-set";
+      for (const auto& o : m.options) text += " " + o;
+      text += ")";
+    }
+  }
+  return text;
+}
+
 inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens")->capture_default_str();
   app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
   app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
-  app.add_option("--method", f.method, "visual-token reduction: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr; competing methods: "
-                 "divprune, visionzip, cdpruner, pool, random; in-decoder: fastv, dart (prune after layer K = "
-                 "--method-set fastv_layer/dart_layer; --tokens = kept per image, LLaVA-NeXT: of the whole image span). "
-                 "See README \"Competing methods\"")
+  app.add_option("--method", f.method, methods_help("visual-token reduction (README \"Competing methods\"):"))
       ->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)");
   app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");

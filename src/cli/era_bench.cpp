@@ -12,6 +12,7 @@
 #include "bench/benchmark.h"
 #include "bench/python_reference.h"
 #include "cli/common_flags.h"
+#include "cli/entry.h"
 
 int main(int argc, char** argv) {
   era::cli::ModelFlags model;
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
   era::cli::add_model_flags(app, model);
   app.add_option("-i,--image", o.image, "image file")->required();
   app.add_option("-p,--prompt", o.prompt, "question")->capture_default_str();
-  app.add_option("--methods", o.methods, "reduction methods, comma-separated (any the library knows; full = none)")
+  app.add_option("--methods", o.methods, era::cli::methods_help("reduction methods, comma-separated:"))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--tokens", o.tokens, "visual-token budgets per image, comma-separated (every method but full)")
@@ -39,8 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("--dump-inputs", dump_dir, "write the pixels, prompt ids and kept tokens for the Python reference here");
   app.add_option("--python-reference", py_script, "run this script (tools/bench_python_reference.py) on the same inputs");
   app.add_option("--python", interpreter, "Python interpreter for --python-reference")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return era::cli::run_tool("era_bench", app, argc, argv, [&] {
     if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");
     o.bundle_dir = model.model;
     o.session = era::cli::session_options(model);
@@ -69,9 +69,5 @@ int main(int argc, char** argv) {
       f << j.dump(1) << "\n";
     }
     return 0;
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    std::fprintf(stderr, "era_bench: error: %s\n", what.substr(0, what.find('\n')).c_str());
-    return 2;
-  }
+  });
 }

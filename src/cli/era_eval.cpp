@@ -5,7 +5,6 @@
 // eval/run_plan.h).
 #include <CLI/CLI.hpp>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +13,7 @@
 #include <memory>
 
 #include "cli/common_flags.h"
+#include "cli/entry.h"
 #include "era/era.h"
 #include "eval/merge.h"
 #include "eval/progress.h"
@@ -27,7 +27,7 @@ struct Flags {
   // model, generation and reduction: the same flags as era_infer
   era::cli::ModelFlags model;
   era::cli::GenerationFlags gen;  // its single --method / --tokens are replaced by the lists below
-  std::vector<std::string> methods{era::eval::kFullMethod};
+  std::vector<std::string> methods{era::kUnreducedMethod};
   std::vector<int64_t> budgets;
   // the runs
   std::string questions, image_folder, answers, answers_dir, model_id;
@@ -39,7 +39,9 @@ struct Flags {
   bool drop_errors = false;
 };
 
-constexpr int kExitOk = 0, kExitUsage = 2, kExitItemsFailed = 3, kExitInternal = 4;
+using era::cli::kExitFailed;
+using era::cli::kExitOk;
+using era::cli::kExitRefused;
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
@@ -113,7 +115,7 @@ int run(const Flags& f) {
   std::vector<era::eval::EvalConfig> configs;
   for (const auto& r : runs) {
     configs.push_back(make_config(f, r));
-    era::eval::validate_request_settings(configs.back().request);  // every run's, before any work
+    era::validate_request(configs.back().request);  // every run's, before any work
   }
   const bool several = runs.size() > 1;
 
@@ -161,7 +163,7 @@ int run(const Flags& f) {
       items_failed = true;
     }
   }
-  return items_failed ? kExitItemsFailed : kExitOk;
+  return items_failed ? kExitFailed : kExitOk;
 }
 
 int merge(const Flags& f) {
@@ -177,7 +179,7 @@ int merge(const Flags& f) {
   if (s.errors > 0) {
     std::fprintf(stderr, "era_eval merge: %lld question(s) have error records instead of answers; rerun their chunks to retry\n",
                  static_cast<long long>(s.errors));
-    return kExitItemsFailed;
+    return kExitFailed;
   }
   return kExitOk;
 }
@@ -207,8 +209,7 @@ int main(int argc, char** argv) {
   app.remove_option(app.get_option("--method"));
   app.remove_option(app.get_option("--tokens"));
   app.add_option("--method,--methods", f.methods,
-                 "visual-token reduction(s), comma-separated: full, era, era:dep-x, era:dep-y, era:dep, era:dep+btr, "
-                 "... ('full' ignores --tokens and runs once)")
+                 era::cli::methods_help("visual-token reduction(s), comma-separated ('full' ignores --tokens and runs once):"))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--tokens", f.budgets,
@@ -224,15 +225,8 @@ int main(int argc, char** argv) {
                         "question file: also check that every one of its questions has a record");
   merge_cmd->add_flag("--drop-errors", f.drop_errors, "leave error records out of the output");
   app.require_subcommand(0, 1);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;  // --help is fine; a bad flag is a usage error
-  }
-
-  spdlog::set_level(spdlog::level::warn);
-  const char* who = merge_cmd->parsed() ? "era_eval merge" : "era_eval";
-  try {
+  const auto who = [&] { return std::string(merge_cmd->parsed() ? "era_eval merge" : "era_eval"); };
+  return era::cli::run_tool(who, app, argc, argv, [&] {
     if (merge_cmd->parsed()) return merge(f);
     std::string missing;
     for (const auto& [value, flag] : {std::pair{&f.model.model, "-m/--model"}, std::pair{&f.questions, "--questions"},
@@ -240,17 +234,7 @@ int main(int argc, char** argv) {
       if (value->empty()) missing += std::string(missing.empty() ? "" : ", ") + flag;
     }
     if (f.answers.empty() && f.answers_dir.empty()) missing += std::string(missing.empty() ? "" : ", ") + "--answers or --answers-dir";
-    if (!missing.empty()) {
-      std::fprintf(stderr, "era_eval: error: missing %s (see --help)\n", missing.c_str());
-      return kExitUsage;
-    }
+    if (!missing.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "missing " + missing + " (see --help)");
     return run(f);
-  } catch (const era::Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", who, e.what());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    std::fprintf(stderr, "%s: internal error: %s\n", who, what.substr(0, what.find('\n')).c_str());
-    return kExitInternal;
-  }
+  });
 }

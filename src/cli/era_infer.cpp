@@ -1,7 +1,6 @@
 // era_infer: images + prompt -> answer (streamed), with timing and token statistics.
 // Only flag parsing and printing live here; everything else is the library (era/era.h).
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common_flags.h"
+#include "cli/entry.h"
+#include "era/debug.h"
 #include "era/era.h"
-#include "reduce/method.h"
-#include "report/reduction_viz.h"
+#include "era/reduction_picture.h"
+#include "report/result_json.h"
 #include "util/npy.h"
 
 namespace {
@@ -40,15 +41,6 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-nlohmann::json stats_json(const era::Stats& s) {
-  return {{"preprocess_ms", s.preprocess_ms}, {"vision_ms", s.vision_ms},       {"reduce_ms", s.reduce_ms},
-          {"prefill_ms", s.prefill_ms},       {"decode_ms", s.decode_ms},       {"decode_step_ms", s.decode_step_ms},
-          {"total_ms", s.total_ms},           {"visual_tokens", s.visual_tokens},
-          {"visual_tokens_early_layers", s.visual_tokens_early_layers}, {"text_tokens", s.text_tokens},
-          {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
-          {"kv_cache_bytes", s.kv_cache_bytes}, {"kv_cache_allocated_bytes", s.kv_cache_allocated_bytes}};
-}
-
 struct Summary {
   double min = 0, median = 0, max = 0, mean = 0;
 };
@@ -63,12 +55,6 @@ Summary summarize(std::vector<T> v) {
   for (const auto x : v) s.mean += static_cast<double>(x);
   s.mean /= static_cast<double>(v.size());
   return s;
-}
-
-nlohmann::json reduction_json(const era::ImageReduction& r) {
-  return {{"method", r.method},         {"original_tokens", r.original_tokens}, {"kept_tokens", r.kept.size()},
-          {"kept", r.kept},             {"assignment", r.assignment},           {"cluster_sizes", r.cluster_sizes},
-          {"bias", r.bias},             {"entropy", r.entropy}};
 }
 
 void print_stats(const era::ModelInfo& info, const era::Result& r) {
@@ -139,7 +125,7 @@ void save_pictures(const std::string& path, const era::PreparedInput& in, const 
       }
       std::string suffix = "_" + std::to_string(i) + (in.crops_per_image[i] > 1 ? "_" + std::to_string(c) : "");
       const std::string file = single ? path : dot == std::string::npos ? path + suffix : path.substr(0, dot) + suffix + path.substr(dot);
-      era::save_reduction_png(file, in.display_images[first + c], grid, crop);
+      era::save_png(era::draw_reduction(in.crops[static_cast<size_t>(first + c)], grid, crop), file);
     }
     first += in.crops_per_image[i];
   }
@@ -174,7 +160,7 @@ int run(const Flags& f) {
   era::PreparedInput in;
   if (!f.dump_preprocessed.empty() || !f.dump_tokens.empty() || !f.save_viz.empty()) {
     in = session.prepare(req);
-    if (!f.dump_preprocessed.empty()) era::write_npy(f.dump_preprocessed, in.pixel_values);
+    if (!f.dump_preprocessed.empty()) era::write_npy(f.dump_preprocessed, era::debug::pixel_values(session, req));
     if (!f.dump_tokens.empty()) dump_tokens(f.dump_tokens, in);
   }
   if (!f.json) {
@@ -188,17 +174,19 @@ int run(const Flags& f) {
   const auto info = session.info();
   if (!f.save_viz.empty()) save_pictures(f.save_viz, in, r, info);
   if (f.json) {
-    nlohmann::json j = {{"answer", r.text},
-                        {"tokens", r.tokens},
-                        {"finish_reason", r.finish_reason},
-                        {"model", {{"name", info.name}, {"arch", info.arch}, {"dtype", info.dtype}, {"device", info.device}}},
-                        {"stats", stats_json(r.stats)}};
-    if (f.gen.method != "full") {
-      j["era_options"] = nlohmann::json::parse(
-          era::era_options_json(era::effective_era_options({req.reduction.method, req.reduction.era})));
+    nlohmann::ordered_json j;
+    j["answer"] = r.text;
+    j["tokens"] = r.tokens;
+    j["finish_reason"] = r.finish_reason;
+    j["model"] = {{"name", info.name}, {"arch", info.arch}, {"dtype", info.dtype}, {"device", info.device}};
+    j["stats"] = era::stats_json(r.stats);
+    const era::MethodInfo method = era::method_info(req.reduction.method);
+    if (method.stage != era::MethodStage::kNone) {
+      j["era_options"] = nlohmann::ordered_json::parse(era::era_options_json(era::effective_era_options(req.reduction)));
+      if (!method.options.empty()) j["method_options"] = nlohmann::ordered_json::parse(era::baseline_options_json(req.reduction.baselines));
     }
-    j["reductions"] = nlohmann::json::array();
-    for (const auto& red : r.reductions) j["reductions"].push_back(reduction_json(red));
+    j["reductions"] = nlohmann::ordered_json::array();
+    for (const auto& red : r.reductions) j["reductions"].push_back(era::reduction_json(red));
     std::cout << j.dump(f.stats ? 1 : -1) << std::endl;
     return 0;
   }
@@ -225,19 +213,5 @@ int main(int argc, char** argv) {
   app.add_flag("--json", f.json, "print one JSON object (answer, tokens, stats) instead of streaming");
   app.add_option("--dump-preprocessed", f.dump_preprocessed, "write the float32 pixel tensor fed to the vision tower (.npy)");
   app.add_option("--dump-tokens", f.dump_tokens, "write the prompt token ids, image placeholders marked (.json)");
-  CLI11_PARSE(app, argc, argv);
-
-  spdlog::set_level(spdlog::level::warn);
-  try {
-    return run(f);
-  } catch (const era::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "era_infer: error: %s\n", e.what());
-    return e.code() == era::ErrorCode::kRuntime ? 3 : 2;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    const std::string what = e.what();
-    std::fprintf(stderr, "era_infer: internal error: %s\n", what.substr(0, what.find('\n')).c_str());
-    return 4;
-  }
+  return era::cli::run_tool("era_infer", app, argc, argv, [&] { return run(f); });
 }

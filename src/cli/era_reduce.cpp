@@ -9,9 +9,10 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/entry.h"
 #include "era/error.h"
 #include "reduce/btr.h"
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "util/npy.h"
 
 namespace {
@@ -46,7 +47,7 @@ torch::Tensor load_matrix(const std::string& flag, const std::string& path) {
 }
 
 int run(const Flags& f) {
-  era::ReductionOptions options;
+  era::ReductionRequest options;
   options.method = f.method;
   if (!f.config.empty()) options.era = era::load_era_options(f.config);
   for (const auto& s : f.sets) era::set_era_option(options.era, s);
@@ -93,16 +94,5 @@ int main(int argc, char** argv) {
   app.add_option("--method", f.method, "full, era or era:<variant> (dep-x, dep-y, dep, dep+btr, era)")->capture_default_str();
   app.add_option("--config", f.config, "ERA options JSON (like configs/era.json)");
   app.add_option("--set", f.sets, "override one option, key=value; repeatable");
-  CLI11_PARSE(app, argc, argv);
-
-  try {
-    return run(f);
-  } catch (const era::Error& e) {
-    std::fprintf(stderr, "era_reduce: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    std::fprintf(stderr, "era_reduce: internal error: %s\n", what.substr(0, what.find('\n')).c_str());
-    return 4;
-  }
+  return era::cli::run_tool("era_reduce", app, argc, argv, [&] { return run(f); });
 }

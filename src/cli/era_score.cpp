@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "cli/entry.h"
 #include "era/error.h"
 #include "eval/score/answers.h"
 #include "eval/score/comparison.h"
@@ -163,12 +164,6 @@ int run_retention(const Flags& f) {
   return 0;
 }
 
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,22 +216,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cmp->add_option("--json", f.retention_json, "also write the table as JSON");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "era_score: error: %s\n", one_line(e.what()).c_str());
-    return 2;
-  }
-
-  try {
+  return era::cli::run_tool("era_score", app, argc, argv, [&] {
     if (cmp->parsed()) return run_compare(f);
     return ret->parsed() ? run_retention(f) : run_benchmark(f);
-  } catch (const era::Error& e) {
-    std::fprintf(stderr, "era_score: error: %s\n", one_line(e.what()).c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "era_score: internal error: %s\n", one_line(e.what()).c_str());
-    return 4;
-  }
+  });
 }

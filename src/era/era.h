@@ -24,8 +24,10 @@
 // equals the one the same request gets alone. For throughput run several requests in one call
 // with generate_batch() rather than from several threads. Distinct Sessions are independent.
 // SessionOptions::num_threads sets LibTorch's process-wide intra-op thread count.
-#include <torch/script.h>
-
+//
+// This header needs no LibTorch, OpenCV or other era header beyond era/*.h: an application
+// compiles against the installed include folder alone. era/debug.h (optional, needs LibTorch's
+// headers) gives the exact tensors the model sees, for parity checks.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -36,9 +38,9 @@
 #include "era/error.h"
 #include "era/image.h"
 #include "era/shim_location.h"
+#include "era/methods.h"
+#include "era/options.h"
 #include "era/version.h"
-#include "reduce/baseline_options.h"
-#include "reduce/era_options.h"
 
 namespace era {
 
@@ -47,25 +49,6 @@ struct SessionOptions {
   std::string dtype;           // "" = the bundle's; or float32 / float16 / bfloat16
   int num_threads = 0;         // intra-op CPU threads; 0 = LibTorch's default
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
-};
-
-// Which visual-token reduction runs between the projector and the decoder, with which budget.
-struct ReductionRequest {
-  // "full" (no reduction), "era", or an ERA ablation: "era:dep-x", "era:dep-y", "era:dep",
-  // "era:dep+btr" (the paper's module table). In-decoder competing methods: "fastv", "dart":
-  // every visual token enters the decoder, layers >= K (baselines.fastv_layer / dart_layer) keep
-  // `tokens` of them per image (NeXT: of the whole image span, newlines included, regardless of
-  // `scope`); DART keeps 4 + 8 * floor(tokens / 8) unless baselines.dart_exact_budget.
-  std::string method = "full";
-  int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
-  float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
-  EraOptions era;           // ERA hyper-parameters and switches (defaults: configs/era.json)
-  BaselineOptions baselines;  // parameters of the competing methods (reduce/baseline_options.h)
-  // LLaVA-NeXT only. `tokens` is the nominal budget per image as the paper counts it (160 =
-  // 32 per crop x 5 crops, the most a pinpoint grid gives). "crop": each crop (base and every
-  // tile) keeps tokens / 5, selected before unpad (default); "image": one selection over all
-  // crops keeps `tokens`. Newline tokens come on top; Stats::visual_tokens is the real count.
-  std::string scope = "crop";
 };
 
 struct Request {
@@ -80,7 +63,7 @@ struct Request {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;
-  ReductionRequest reduction;
+  ReductionRequest reduction;       // era/methods.h
   // Called with each newly completed piece of the answer, on the calling thread; return false to
   // stop generating: no further token is computed (Result::finish_reason "cancelled"). Must not
   // call back into the same Session (calls are serialised: it would wait on itself).
@@ -135,13 +118,14 @@ struct AttentionReport {
   std::vector<LayerAttention> layers;
 };
 
-// The exact model inputs of a request, for debugging and parity checks.
+// The model inputs of a request before the vision tower, for debugging and pictures (the exact
+// normalised pixel tensor: era/debug.h).
 struct PreparedInput {
   std::string prompt;                 // after the template
   std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes
   int64_t image_token_id = -1;
-  torch::Tensor pixel_values;         // float32 [crops, 3, S, S]: every image's crops, in order
-  torch::Tensor display_images;       // uint8 [crops, S, S, 3]: the same crops before normalisation
+  std::vector<Image> crops;           // every image's crops in order, RGB pixels (S x S) as the
+                                      // vision tower sees them before normalisation
   std::vector<int64_t> crops_per_image;              // 1 for LLaVA-1.5; 1 + tiles for LLaVA-NeXT
   std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of each decoded image
 };
@@ -153,6 +137,12 @@ struct ModelInfo {
   int64_t max_context = 0;
   std::string tokenizer_shim;  // the libera_sentencepiece.so this process loaded
 };
+
+// Throws era::Error(kInvalidArgument) naming the field if `request` can never run: a field out
+// of range, an unknown reduction method or budget scope, ERA or method options out of range.
+// Session::generate makes exactly these checks first, whether or not the request has images;
+// batch tools call it once up front so a bad flag stops the run before any work.
+void validate_request(const Request& request);
 
 class Session {
  public:
@@ -190,9 +180,9 @@ class Session {
   // Never throws except kInvalidArgument on a moved-from Session.
   ModelInfo info() const;
 
-  struct Impl;  // defined in session.cpp; also used by the library's own tests
-
  private:
+  struct Impl;                 // the engine (src/pipeline/session_internals.h)
+  friend struct SessionAccess;  // the library's own access to it (era/debug.h and the pipeline)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -5,13 +5,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "report/result_json.h"
+
 namespace era::eval {
-namespace {
-
-double ms3(double ms) { return std::round(ms * 1000.0) / 1000.0; }  // microseconds are plenty
-
-}  // namespace
-
 Json answer_record(const Question& q, const Result& r, const RunSettings& run, const std::string& answer_id,
                              int64_t batch_size) {
   const Stats& s = r.stats;
@@ -22,13 +18,7 @@ Json answer_record(const Question& q, const Result& r, const RunSettings& run, c
                          {"generated_tokens", s.generated_tokens},
                          {"finish_reason", r.finish_reason},
                          {"batch_size", batch_size},
-                         {"timings",
-                          {{"preprocess_ms", ms3(s.preprocess_ms)},
-                           {"vision_ms", ms3(s.vision_ms)},
-                           {"reduce_ms", ms3(s.reduce_ms)},
-                           {"prefill_ms", ms3(s.prefill_ms)},
-                           {"decode_ms", ms3(s.decode_ms)},
-                           {"total_ms", ms3(s.total_ms)}}}};
+                         {"timings", timings_json(s, /*round_to_us=*/true)}};
   if (run.keep_ratio > 0.0f) meta["keep_ratio"] = run.keep_ratio;
   Json j;
   j["question_id"] = q.question_id;

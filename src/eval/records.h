@@ -26,7 +26,7 @@ namespace era::eval {
 // What every answer of a run shares.
 struct RunSettings {
   std::string model_id;
-  std::string method = "full";
+  std::string method = kUnreducedMethod;
   int64_t tokens = 0;       // the nominal budget as requested (0: none / keep_ratio)
   float keep_ratio = 0.0f;
 };

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "era/error.h"
+#include "era/methods.h"
 
 namespace era::eval {
 namespace {
@@ -44,7 +45,7 @@ std::vector<PlannedRun> plan_runs(const std::vector<std::string>& methods, const
     if (m.empty()) bad("--methods has an empty method name");
     if (std::find(methods.begin(), methods.begin() + static_cast<std::ptrdiff_t>(i), m) != methods.begin() + static_cast<std::ptrdiff_t>(i))
       bad("--methods lists " + m + " twice");
-    for (const int64_t tokens : m == kFullMethod ? std::vector<int64_t>{0} : each_budget) {
+    for (const int64_t tokens : is_unreduced_method(m) ? std::vector<int64_t>{0} : each_budget) {
       PlannedRun run;
       run.method = m;
       run.tokens = tokens;

@@ -16,7 +16,6 @@ struct PlannedRun {
 };
 
 // The budget-free method: it keeps every visual token, so it runs once whatever the budgets.
-inline constexpr const char* kFullMethod = "full";
 
 // Every method at every budget: methods outer, budgets inner, in the order given. "full" runs once,
 // with tokens 0. An empty `budgets` means no budget (tokens 0). Each run's answers file is

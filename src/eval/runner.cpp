@@ -8,7 +8,6 @@
 #include "eval/question_file.h"
 #include "eval/records.h"
 #include "eval/sharding.h"
-#include "reduce/method.h"
 
 namespace era::eval {
 namespace {
@@ -126,28 +125,13 @@ std::function<std::unique_ptr<EvalBackend>()> shared_backend(std::function<std::
   };
 }
 
-void validate_request_settings(const Request& r) {
-  const auto bad = [](const std::string& what) { throw Error(ErrorCode::kInvalidArgument, what); };
-  if (r.max_new_tokens < 0) bad("max_new_tokens must be >= 0");
-  if (!(r.temperature >= 0.0f)) bad("temperature must be >= 0");
-  if (!(r.top_p > 0.0f && r.top_p <= 1.0f)) bad("top-p must be in (0, 1]");
-  if (r.reduction.tokens < 0) bad("tokens must be >= 0");
-  if (!(r.reduction.keep_ratio >= 0.0f && r.reduction.keep_ratio <= 1.0f)) bad("keep ratio must be in [0, 1]");
-  if (r.reduction.scope != "crop" && r.reduction.scope != "image") {
-    bad("budget scope must be 'crop' or 'image', not '" + r.reduction.scope + "'");
-  }
-  const ReductionOptions options{r.reduction.method, r.reduction.era, r.reduction.baselines};
-  make_reducer(options);  // throws for an unknown method
-  validate_era_options(effective_era_options(options));
-}
-
 EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_ptr<EvalBackend>()>& open_backend,
                      const EvalHooks& hooks) {
   const auto message = [&](const std::string& line) {
     if (hooks.on_message) hooks.on_message(line);
   };
   if (config.batch_size < 1) throw Error(ErrorCode::kInvalidArgument, "--batch-size must be >= 1");
-  validate_request_settings(config.request);
+  validate_request(config.request);  // a bad setting stops the run before the model loads
   std::error_code ec;
   if (!fs::is_directory(config.image_folder, ec)) {
     throw Error(ErrorCode::kInvalidArgument, "the image folder " + config.image_folder + " is not a folder");

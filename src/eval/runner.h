@@ -75,11 +75,6 @@ struct EvalHooks {
   const std::atomic<bool>* stop = nullptr;  // checked between batches
 };
 
-// Throws era::Error(kInvalidArgument) for settings every request would fail with (the checks
-// Session::generate makes, plus the method name and ERA options), so a bad flag stops the run
-// before the model loads instead of filling the file with error records.
-void validate_request_settings(const Request& request);
-
 // Runs (or resumes) the evaluation. `open_backend` is called only if some question is left to do.
 // Throws era::Error for problems that stop the whole run: unreadable question file, an answers
 // file that belongs to another run or chunk, a model that does not load, a write failure.

@@ -63,7 +63,7 @@ void check_modules(const ModelBundle& b) {
   ShapeChecker proj(b.projector, b.dir, m.projector_file);
   proj.expect("linear_1.weight", {m.projector_out, m.projector_in});
   proj.expect("linear_2.weight", {m.projector_out, m.projector_out});
-  if (m.arch == "llava-next") proj.expect("image_newline", {m.projector_out});
+  if (m.image.layout == ImageLayout::kAnyres) proj.expect("image_newline", {m.projector_out});
 
   const auto& t = m.text;
   ShapeChecker dec(b.decoder, b.dir, m.decoder_file);
@@ -142,7 +142,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
     m->to(device);
     if (convert) m->to(b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
-  if (b.manifest.arch == "llava-next") {
+  if (b.manifest.image.layout == ImageLayout::kAnyres) {
     for (const auto& p : b.projector.named_parameters()) {
       if (p.name == "image_newline") b.image_newline = p.value;
     }

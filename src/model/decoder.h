@@ -4,7 +4,7 @@
 
 #include "model/bundle.h"
 #include "model/kv_cache.h"
-#include "reduce/era_options.h"
+#include "era/options.h"
 
 #include <string>
 #include <utility>

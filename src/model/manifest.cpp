@@ -55,9 +55,8 @@ Manifest read_manifest(const std::string& bundle_dir) {
   Manifest m;
   m.format_version = field<int>(j, "format_version", path);
   require(m.format_version == 1, path, "format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1)");
+  // Which architectures this build serves is the model families' business (family/registry.cpp).
   m.arch = field<std::string>(j, "arch", path);
-  require(m.arch == "llava-1.5" || m.arch == "llava-next", path,
-          "architecture '" + m.arch + "' is not supported by this build (llava-1.5, llava-next)");
   m.model_name = j.value("model_name", m.arch);
   m.dtype = field<std::string>(j, "dtype", path);
   m.attention = j.contains("exported_with") ? j["exported_with"].value("attention", "math") : "math";
@@ -110,10 +109,12 @@ Manifest read_manifest(const std::string& bundle_dir) {
   require(k.image_token_id >= 0 && k.image_token_id < t.vocab_size, path, "tokens.image_token_id is outside the vocabulary");
 
   auto& im = m.image;
+  // The one place the layout is read as a string; the model family checks it fits its arch.
   im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
-  require(im.aspect_ratio == (m.arch == "llava-next" ? "anyres" : "pad"), path,
-          "image.aspect_ratio '" + im.aspect_ratio + "' does not fit architecture " + m.arch);
-  if (im.aspect_ratio == "anyres") {
+  require(im.aspect_ratio == "pad" || im.aspect_ratio == "anyres", path,
+          "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, anyres");
+  im.layout = im.aspect_ratio == "anyres" ? ImageLayout::kAnyres : ImageLayout::kPad;
+  if (im.layout == ImageLayout::kAnyres) {
     for (const auto& hw : field<std::vector<std::array<int64_t, 2>>>(j, "image.grid_pinpoints", path)) {
       require(hw[0] > 0 && hw[1] > 0 && hw[0] % v.image_size == 0 && hw[1] % v.image_size == 0, path,
               "image.grid_pinpoints must be positive multiples of the image size");

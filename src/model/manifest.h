@@ -42,8 +42,12 @@ struct TokenSpec {
   int64_t tokenizer_vocab_size = 0;
 };
 
+// How images become crops: one padded square (LLaVA-1.5) or anyres tiles (LLaVA-NeXT).
+enum class ImageLayout { kPad, kAnyres };
+
 struct ImageSpec {
-  std::string aspect_ratio = "pad";  // "pad" (LLaVA-1.5) or "anyres" (LLaVA-NeXT)
+  std::string aspect_ratio = "pad";  // as the manifest spells it: "pad" or "anyres"
+  ImageLayout layout = ImageLayout::kPad;
   std::vector<Resolution> grid_pinpoints;  // anyres candidates, (height, width) as HF reads them
   int64_t size = 336;
   std::array<float, 3> mean{};
@@ -56,7 +60,7 @@ inline constexpr int kDecoderApi = 2;
 
 struct Manifest {
   int format_version = 1;
-  std::string arch;        // "llava-1.5" or "llava-next"
+  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next"
   std::string model_name;
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"

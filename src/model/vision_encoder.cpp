@@ -37,39 +37,3 @@ VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
 }
 
 }  // namespace era
-
-namespace era {
-
-ReductionInput VisionOutput::reduction_input(int64_t i, int64_t budget) const {
-  ReductionInput in;
-  in.embeddings = embeddings[i];
-  in.features = features[i];
-  in.cls_logits = cls_logits[i];
-  in.cls_probs = cls_probs[i];
-  in.mean_logits = mean_logits[i];
-  in.mean_probs = mean_probs[i];
-  in.budget = budget;
-  if (cls_features.defined()) in.cls_feature = cls_features[i];
-  if (mean_keys.defined()) in.mean_keys = mean_keys[i];
-  in.project = project;
-  return in;
-}
-
-ReductionInput VisionOutput::joint_input(int64_t first, int64_t count, int64_t budget) const {
-  auto rows = [&](const torch::Tensor& t) { return t.slice(0, first, first + count).flatten(0, 1); };   // [count*N, .]
-  auto cols = [&](const torch::Tensor& t) {  // [count, H, N] -> [H, count*N]
-    return t.slice(0, first, first + count).permute({1, 0, 2}).flatten(1, 2);
-  };
-  ReductionInput in;
-  in.embeddings = rows(embeddings);
-  in.features = rows(features);
-  in.cls_logits = cols(cls_logits);
-  in.cls_probs = cols(cls_probs);
-  in.mean_logits = cols(mean_logits);
-  in.mean_probs = cols(mean_probs);
-  in.budget = budget;
-  in.project = project;
-  return in;
-}
-
-}  // namespace era

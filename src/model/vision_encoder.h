@@ -5,7 +5,6 @@
 #include <functional>
 
 #include "model/bundle.h"
-#include "reduce/reducer.h"
 
 namespace era {
 
@@ -21,11 +20,6 @@ struct VisionOutput {
   torch::Tensor mean_keys;    // [B, N+1, hd] float32: that layer's head-mean keys, CLS first
   // The bundle's projector: vision features [n, C] -> LLM embeddings [n, D].
   std::function<torch::Tensor(const torch::Tensor&)> project;
-
-  // Crop `i` as the input of a Reducer with the given budget.
-  ReductionInput reduction_input(int64_t i, int64_t budget) const;
-  // Crops [first, first + count) as one Reducer input: tokens and saliency columns concatenated.
-  ReductionInput joint_input(int64_t first, int64_t count, int64_t budget) const;
 };
 
 class VisionEncoder {

@@ -1,4 +1,5 @@
 #include "reduce/cdpruner.h"
+#include "reduce/budget.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "reduce/era_options.h"
+#include "era/options.h"
 
 namespace era {
 

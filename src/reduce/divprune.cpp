@@ -1,4 +1,5 @@
 #include "reduce/divprune.h"
+#include "reduce/budget.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,5 @@
 #include "reduce/era_reducer.h"
+#include "reduce/budget.h"
 
 #include <sstream>
 #include <utility>
@@ -69,7 +70,7 @@ ReducedTokens EraReducer::reduce(const ReductionInput& in) const {
   }
   if (a.defined()) check_finite(a, a_name);
 
-  const bool keep_all = in.budget <= 0 || in.budget >= n;
+  const bool keep_all = keeps_all(in.budget, n);
   if (keep_all) {  // nothing to reduce; the entropy is still worth reporting
     ReducedTokens out = FullReducer().reduce(in);
     if (a.defined()) out.entropy = to_vector(head_entropy(a, options_.epsilon).entropy);

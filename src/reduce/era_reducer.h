@@ -2,7 +2,7 @@
 // The ERA reducer: DEP picks K anchors, BTR merges the pruned tokens into them and estimates each
 // cluster's bias, and LAR's log b_k goes out with the tokens for the decoder to add to its
 // attention logits. Which modules run, and on which signals, follows EraOptions.
-#include "reduce/era_options.h"
+#include "era/options.h"
 #include "reduce/reducer.h"
 
 namespace era {

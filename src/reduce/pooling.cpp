@@ -1,4 +1,5 @@
 #include "reduce/pooling.h"
+#include "reduce/budget.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +9,7 @@
 namespace era {
 
 PoolGrid pool_grid(int64_t budget, int64_t side) {
-  if (budget <= 0 || budget >= side * side) return {side, side};
+  if (keeps_all(budget, side * side)) return {side, side};
   PoolGrid g;
   g.rows = std::min<int64_t>(side, std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::sqrt(static_cast<double>(budget))))));
   while (g.rows * g.rows > budget) --g.rows;  // guard against sqrt rounding up

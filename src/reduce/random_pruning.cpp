@@ -1,4 +1,5 @@
 #include "reduce/random_pruning.h"
+#include "reduce/budget.h"
 
 #include <algorithm>
 #include <numeric>

@@ -25,8 +25,6 @@ ReducedTokens select_tokens(const ReductionInput& input, const std::vector<int64
   return out;
 }
 
-int64_t effective_budget(int64_t budget, int64_t n) { return budget <= 0 || budget >= n ? n : budget; }
-
 std::vector<int64_t> all_indices(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), int64_t{0});

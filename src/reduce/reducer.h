@@ -61,9 +61,6 @@ class Reducer {
 // every other token dropped (assignment -1). What every pure selection method returns.
 ReducedTokens select_tokens(const ReductionInput& input, const std::vector<int64_t>& kept);
 
-// `budget` resolved against `n` tokens: <= 0 or >= n means all n.
-int64_t effective_budget(int64_t budget, int64_t n);
-
 // 0, 1, ..., n-1: the selection when the budget keeps everything.
 std::vector<int64_t> all_indices(int64_t n);
 

@@ -1,4 +1,5 @@
 #include "reduce/visionzip.h"
+#include "reduce/budget.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,7 @@ VisionZipSplit visionzip_split(int64_t budget, double contextual_fraction) {
 
 ReducedTokens VisionZipReducer::reduce(const ReductionInput& input) const {
   const int64_t n = input.embeddings.size(0);
-  if (input.budget <= 0 || input.budget >= n) return FullReducer().reduce(input);
+  if (keeps_all(input.budget, n)) return FullReducer().reduce(input);
   if (!input.cls_feature.defined() || !input.mean_keys.defined()) {
     throw Error(ErrorCode::kBundle,
                 "visionzip needs the vision module's CLS feature and head-mean keys, which this bundle does not export: "

@@ -1,9 +1,12 @@
 #include "report/reduction_viz.h"
 
+#include <cmath>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "era/error.h"
+#include "era/reduction_picture.h"
 
 namespace era {
 namespace {
@@ -18,18 +21,17 @@ cv::Vec3b cluster_colour(int64_t slot) {
 
 }  // namespace
 
-cv::Mat draw_reduction(const torch::Tensor& image, int64_t grid, const ImageReduction& reduction, int scale) {
-  const auto rgb = image.to(torch::kCPU, torch::kUInt8).contiguous();
-  if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.size(0) != rgb.size(1) || grid <= 0 || rgb.size(0) % grid != 0) {
+cv::Mat draw_reduction_bgr(const cv::Mat& rgb, int64_t grid, const ImageReduction& reduction, int scale) {
+  if (rgb.type() != CV_8UC3 || rgb.rows != rgb.cols || grid <= 0 || rgb.rows % grid != 0 || scale < 1) {
     throw Error(ErrorCode::kInvalidArgument, "draw_reduction: expects a square RGB image divisible into the patch grid");
   }
   if (static_cast<int64_t>(reduction.assignment.size()) != grid * grid) {
     throw Error(ErrorCode::kInvalidArgument, "draw_reduction: the reduction covers " + std::to_string(reduction.assignment.size()) +
                                                  " tokens, the grid " + std::to_string(grid * grid));
   }
-  const int side = static_cast<int>(rgb.size(0));
-  cv::Mat src(side, side, CV_8UC3, const_cast<uint8_t*>(rgb.data_ptr<uint8_t>())), bgr, canvas;
-  cv::cvtColor(src, bgr, cv::COLOR_RGB2BGR);
+  const int side = rgb.rows;
+  cv::Mat bgr, canvas;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
   cv::resize(bgr, canvas, cv::Size(side * scale, side * scale), 0, 0, cv::INTER_NEAREST);
 
   const int patch = side / static_cast<int>(grid) * scale;
@@ -56,11 +58,29 @@ cv::Mat draw_reduction(const torch::Tensor& image, int64_t grid, const ImageRedu
   return canvas;
 }
 
-void save_reduction_png(const std::string& path, const torch::Tensor& image, int64_t grid, const ImageReduction& reduction) {
-  const cv::Mat picture = draw_reduction(image, grid, reduction);
+namespace {
+
+// A kPixels Image as an RGB matrix sharing its pixels (tightly packed rows).
+cv::Mat rgb_view(const Image& image, const char* what) {
+  if (image.source() != Image::Source::kPixels || image.data() == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": expects a pixel image (PreparedInput::crops)");
+  }
+  return cv::Mat(image.height(), image.width(), CV_8UC3, const_cast<uint8_t*>(image.data()));
+}
+
+}  // namespace
+
+Image draw_reduction(const Image& crop, int64_t grid, const ImageReduction& reduction, int scale) {
+  const cv::Mat bgr = draw_reduction_bgr(rgb_view(crop, "draw_reduction"), grid, reduction, scale);
+  return Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8);
+}
+
+void save_png(const Image& image, const std::string& path) {
+  cv::Mat bgr;
+  cv::cvtColor(rgb_view(image, "save_png"), bgr, cv::COLOR_RGB2BGR);
   bool ok = false;
   try {
-    ok = cv::imwrite(path, picture);
+    ok = cv::imwrite(path, bgr);
   } catch (const cv::Exception&) {
   }
   if (!ok) throw Error(ErrorCode::kInvalidArgument, "cannot write the picture " + path);

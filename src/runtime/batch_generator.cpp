@@ -4,13 +4,10 @@
 #include <chrono>
 
 #include "era/error.h"
+#include "util/stopwatch.h"
 
 namespace era {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -45,11 +42,11 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
   }
   KvCache cache = decoder_.make_cache(b, longest + most_new - 1);
 
-  auto t0 = std::chrono::steady_clock::now();
+  Stopwatch clock;
   auto logits = decoder_.forward(embeds, positions, bias, cache, /*last_only=*/true, lar_);
   std::vector<int64_t> next(static_cast<size_t>(b));
   for (int64_t i = 0; i < b; ++i) next[i] = samplers[i].next(logits[i][-1]);
-  const double prefill_ms = ms_since(t0);
+  const double prefill_ms = clock.elapsed_ms();
 
   std::vector<char> done(static_cast<size_t>(b), 0);
   std::vector<double> decode_ms;
@@ -69,7 +66,7 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
     }
     if (all_done) break;
     // Finished rows keep stepping with their last token; their outputs are ignored.
-    t0 = std::chrono::steady_clock::now();
+    clock.restart();
     auto pos = torch::empty({b, 1}, torch::kLong);
     for (int64_t i = 0; i < b; ++i) pos[i][0] = sequences[i].length() + step;
     const auto embed = decoder_.embed(torch::tensor(next, torch::kLong).unsqueeze(1));
@@ -77,7 +74,7 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
     for (int64_t i = 0; i < b; ++i) {
       if (!done[i]) next[i] = samplers[i].next(logits[i][-1]);
     }
-    decode_ms.push_back(ms_since(t0));
+    decode_ms.push_back(clock.elapsed_ms());
   }
   for (auto& o : out) {
     o.text = tokenizer_.decode(o.tokens);

@@ -2,12 +2,10 @@
 
 #include <chrono>
 
+#include "util/stopwatch.h"
+
 namespace era {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Length of the longest prefix of `s` that does not end inside a UTF-8 sequence or with the
 // replacement character SentencePiece emits for an incomplete byte-fallback sequence.
@@ -31,7 +29,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
   out.finish_reason = "length";
   if (limits.max_new_tokens <= 0) return out;
 
-  auto t0 = std::chrono::steady_clock::now();
+  Stopwatch clock;
   torch::Tensor logits;
   if (pruning_ != nullptr) {
     PrunedPrefill pruned = prefill_pruned(decoder_, sequence, *pruning_, cache, lar_);
@@ -42,7 +40,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
     logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true, lar_);
   }
   int64_t next = sampler.next(logits[0][-1]);
-  out.prefill_ms = ms_since(t0);
+  out.prefill_ms = clock.elapsed_ms();
 
   size_t emitted = 0;  // bytes of decoded text already streamed
   int64_t position = sequence.length();
@@ -67,7 +65,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
     }
     if (static_cast<int64_t>(out.tokens.size()) >= limits.max_new_tokens) break;
 
-    t0 = std::chrono::steady_clock::now();
+    clock.restart();
     const auto embed = decoder_.embed(torch::full({1, 1}, next, torch::kLong));
     if (pruning_ != nullptr) {  // the original RoPE position, even though layers >= K hold fewer slots
       logits = decode_pruned(decoder_, embed, position, pruning_->pruner->layer(), cache, lar_);
@@ -75,7 +73,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
       logits = decoder_.forward(embed, torch::full({1, 1}, position, torch::kLong), zero_bias, cache, /*last_only=*/true, lar_);
     }
     next = sampler.next(logits[0][-1]);
-    out.decode_ms.push_back(ms_since(t0));
+    out.decode_ms.push_back(clock.elapsed_ms());
     ++position;
   }
   out.text = tokenizer_.decode(out.tokens);

@@ -1,5 +1,6 @@
 #pragma once
-// In-decoder visual-token pruning: FastV and DART (/work/shared/reference/baselines.md §2, §6).
+// Running in-decoder visual-token pruning (FastV, DART; the selections are reduce/fastv.h and
+// reduce/dart.h).
 //
 // Unlike the pre-LLM reducers (reduce/reducer.h), these methods see every visual token in decoder
 // layers 0..K-1 and choose, from what layer K-1 computed, which image tokens layers K.. keep.
@@ -21,66 +22,10 @@
 
 #include "model/decoder.h"
 #include "model/kv_cache.h"
-#include "reduce/baseline_options.h"
+#include "reduce/in_decoder_pruner.h"
 #include "runtime/sequence.h"
 
 namespace era {
-
-// One image's tokens in the prompt sequence and how many of them layers >= K keep.
-struct ImageSpan {
-  int64_t start = 0;   // first sequence position
-  int64_t length = 0;  // tokens
-  int64_t budget = 0;  // tokens to keep; <= 0 or >= length keeps all
-};
-
-// What the selection reads from layer K-1 (batch 1, prompt length L). Only the fields the
-// pruner asked for are defined.
-struct PruningSignals {
-  torch::Tensor attention;      // [H, L] float32: the last prompt token's attention logits (LAR bias included)
-  torch::Tensor keys;           // [L, H*d]: post-RoPE keys, heads concatenated (GQA kv heads repeated)
-  torch::Tensor normed_hidden;  // [L, D]: layer K-1's output through the final RMSNorm
-};
-
-class InDecoderPruner {
- public:
-  virtual ~InDecoderPruner() = default;
-  virtual std::string name() const = 0;
-  virtual int64_t layer() const = 0;  // K: the first layer that sees only the kept tokens
-  virtual bool needs_attention() const = 0;
-  virtual bool needs_keys_and_hidden() const = 0;
-  // Sequence positions inside `span` kept from layer K on, ascending. `text_after`: the text
-  // positions after the span (ascending; other images' tokens excluded).
-  virtual std::vector<int64_t> select(const PruningSignals& signals, const ImageSpan& span,
-                                      const std::vector<int64_t>& text_after) const = 0;
-};
-
-// FastV: softmax of the last prompt token's attention row over ALL keys, mean over heads; the
-// span's `budget` most attended tokens (first index on ties).
-std::vector<int64_t> fastv_select(const torch::Tensor& attention_logits, const ImageSpan& span);
-
-struct DartParams {
-  int64_t image_pivots = 4;
-  int64_t text_pivots = 4;
-  // false (official): each pivot claims floor(B / (image_pivots + text_pivots)) tokens, so
-  // image_pivots + 8 * floor(B / 8) are kept (128 -> 132). true: exactly B (the B - image_pivots
-  // picks spread over the pivots, earlier pivots one more), our adaptation.
-  bool exact_budget = false;
-};
-
-// DART: pivots = the `image_pivots` image tokens and `text_pivots` later text tokens with the
-// largest key L1 norm; each pivot in ascending position order claims its share of the remaining
-// image tokens least cosine-similar to it (normed hidden states, first index on ties); keeps the
-// image pivots and all picks.
-std::vector<int64_t> dart_select(const torch::Tensor& keys, const torch::Tensor& normed_hidden, const ImageSpan& span,
-                                 const std::vector<int64_t>& text_after, const DartParams& params);
-
-// Whether `method` prunes inside the decoder ("fastv", "dart"). Its pre-LLM stage is "full".
-bool is_in_decoder_method(const std::string& method);
-
-// The pruner for an in-decoder method; throws era::Error(kInvalidArgument) naming the option if
-// its layer K is not in [1, num_layers - 1] or a DART pivot count is negative.
-std::unique_ptr<InDecoderPruner> make_in_decoder_pruner(const std::string& method, const BaselineOptions& options,
-                                                        int64_t num_layers);
 
 // A pruner and the image spans of one prompt sequence.
 struct InDecoderPruning {

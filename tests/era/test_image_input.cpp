@@ -5,6 +5,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "era/era.h"
+#include "prepared_input_util.h"
 #include "test_support.h"
 
 namespace era {
@@ -29,19 +30,19 @@ Request request_with(std::vector<Image> buffers, std::vector<std::string> files 
   return r;
 }
 
-void expect_same_input(const PreparedInput& a, const PreparedInput& b) {
+void expect_same_input(const test::PreparedWithPixels& a, const test::PreparedWithPixels& b) {
   EXPECT_EQ(a.token_ids, b.token_ids);
   EXPECT_EQ(a.image_sizes, b.image_sizes);
   ASSERT_EQ(a.pixel_values.sizes(), b.pixel_values.sizes());
   EXPECT_TRUE(torch::equal(a.pixel_values, b.pixel_values));  // bit-identical, not merely close
-  EXPECT_TRUE(torch::equal(a.display_images, b.display_images));
+  EXPECT_TRUE(test::same_crops(a, b));
 }
 
 // The pixels OpenCV decodes from sample.png, handed over in every layout, give the file's inputs
 // and the file's answer.
 TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   const auto from_file = request_with({}, {sample_png()});
-  const PreparedInput want = session().prepare(from_file);
+  const test::PreparedWithPixels want = test::prepare_with_pixels(session(), from_file);
   const Result want_answer = session().generate(from_file);
 
   const cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
@@ -67,7 +68,7 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   for (const auto& [name, image] : images) {
     SCOPED_TRACE(name);
     const auto request = request_with({image});
-    expect_same_input(session().prepare(request), want);
+    expect_same_input(test::prepare_with_pixels(session(), request), want);
     const Result answer = session().generate(request);
     EXPECT_EQ(answer.tokens, want_answer.tokens);
     EXPECT_EQ(answer.text, want_answer.text);
@@ -79,7 +80,7 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
 TEST(ImageInput, EncodedBytesEqualTheFile) {
   const std::string bytes = test::read_file(sample_png());
   const auto image = Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "upload.png");
-  expect_same_input(session().prepare(request_with({image})), session().prepare(request_with({}, {sample_png()})));
+  expect_same_input(test::prepare_with_pixels(session(), request_with({image})), test::prepare_with_pixels(session(), request_with({}, {sample_png()})));
 }
 
 // Grey is replicated into three equal channels, as PIL's convert("RGB").
@@ -87,8 +88,8 @@ TEST(ImageInput, GreyIsReplicated) {
   const cv::Mat grey = cv::imread(sample_png(), cv::IMREAD_GRAYSCALE);
   cv::Mat rgb;
   cv::cvtColor(grey, rgb, cv::COLOR_GRAY2RGB);
-  const auto a = session().prepare(request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
-  const auto b = session().prepare(request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
+  const auto a = test::prepare_with_pixels(session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
+  const auto b = test::prepare_with_pixels(session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
   expect_same_input(a, b);
 }
 
@@ -96,10 +97,10 @@ TEST(ImageInput, GreyIsReplicated) {
 TEST(ImageInput, PixelsAreCopied) {
   cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
   const Image image = Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8);
-  const auto before = session().prepare(request_with({image}));
+  const auto before = test::prepare_with_pixels(session(), request_with({image}));
   bgr.setTo(cv::Scalar(0, 0, 0));
   bgr.release();
-  expect_same_input(session().prepare(request_with({image})), before);
+  expect_same_input(test::prepare_with_pixels(session(), request_with({image})), before);
   EXPECT_EQ(image.source(), Image::Source::kPixels);
   EXPECT_EQ(image.size_bytes(), static_cast<size_t>(image.width()) * image.height() * 3);
 }
@@ -111,15 +112,15 @@ TEST(ImageInput, FilesThenBuffersFillThePlaceholdersInOrder) {
   auto r = request_with({buffer}, {sample_png()});
   r.use_template = false;
   r.prompt = "USER: <image> and <image> ASSISTANT:";
-  const auto in = session().prepare(r);
+  const auto in = test::prepare_with_pixels(session(), r);
   ASSERT_EQ(in.image_sizes.size(), 2u);
-  const auto png = session().prepare(request_with({}, {sample_png()}));
+  const auto png = test::prepare_with_pixels(session(), request_with({}, {sample_png()}));
   EXPECT_EQ(in.image_sizes[0], png.image_sizes[0]);
   EXPECT_EQ(in.image_sizes[1], (std::array<int64_t, 2>{20, 30}));
   EXPECT_TRUE(torch::equal(in.pixel_values[0], png.pixel_values[0]));
   r.image_buffers.push_back(buffer);  // three images, two placeholders
   try {
-    session().prepare(r);
+    test::prepare_with_pixels(session(), r);
     FAIL() << "a placeholder mismatch must throw";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kPrompt);
@@ -145,7 +146,7 @@ TEST(ImageInput, BadBuffersAreRefused) {
   expect_image_error([] { Image::from_encoded(nullptr, 0, "upload.png"); }, "upload.png");
   const std::string junk = "not an image at all";
   const auto bad = Image::from_encoded(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), "upload.png");
-  expect_image_error([&] { session().prepare(request_with({bad})); }, "upload.png");
+  expect_image_error([&] { test::prepare_with_pixels(session(), request_with({bad})); }, "upload.png");
   expect_image_error([&] { session().generate(request_with({Image::from_file("/no/such.png")})); }, "/no/such.png");
 
   // The Session's own pixel limit applies to buffers as it does to files.
@@ -153,7 +154,7 @@ TEST(ImageInput, BadBuffersAreRefused) {
   small.max_image_pixels = 99;
   Session limited = Session::open(test::bundle_dir(), small);
   const auto ok = Image::from_pixels(pixels.data(), 10, 10, 30, PixelFormat::kRGB8);
-  expect_image_error([&] { limited.prepare(request_with({ok})); }, "100");
+  expect_image_error([&] { test::prepare_with_pixels(limited, request_with({ok})); }, "100");
 }
 
 }  // namespace

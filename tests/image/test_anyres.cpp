@@ -17,7 +17,7 @@
 #include "era/error.h"
 #include "image/image_io.h"
 #include "image/image_test_util.h"
-#include "runtime/anyres_packing.h"
+#include "family/llava_next/anyres_packing.h"
 #include "util/npy.h"
 
 namespace era {

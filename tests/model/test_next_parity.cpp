@@ -10,8 +10,10 @@
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
-#include "runtime/anyres_packing.h"
+#include "family/llava_next/anyres_packing.h"
+#include "family/vision_input.h"
 #include "runtime/sequence.h"
+#include "prepared_input_util.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -33,7 +35,7 @@ TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   Request req;
   req.images = {test::source_dir() + "/tests/data/sample.png"};
   req.prompt = "What is shown in this image?";
-  const auto in = session.prepare(req);
+  const auto in = test::prepare_with_pixels(session, req);
   const auto pixels = read_npy(ref("pixel_values.npy"));
   ASSERT_EQ(in.pixel_values.sizes(), pixels.sizes());
   EXPECT_TRUE(torch::equal(in.pixel_values, pixels));  // Pillow-exact anyres crops
@@ -50,7 +52,7 @@ TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   g.cols = info["cols"];
   g.patches_per_side = 24;
   std::vector<ReducedTokens> crops;
-  for (int64_t c = 0; c < pixels.size(0); ++c) crops.push_back(FullReducer().reduce(v.reduction_input(c, 0)));
+  for (int64_t c = 0; c < pixels.size(0); ++c) crops.push_back(FullReducer().reduce(crop_input(v, c, 0)));
   const auto packed = pack_anyres(concat_crops(crops, 576), g, bundle.image_newline);
   const auto want = read_npy(ref("packed.npy"));
   ASSERT_EQ(packed.embeddings.sizes(), want.sizes());

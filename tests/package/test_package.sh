@@ -13,11 +13,30 @@ cmake --install "$build" --prefix "$prefix" > "$scratch/install.log"
 check_run() {  # what the consumer printed: the same version, the installed shim, an answer
   local out=$1
   cat "$out"
-  grep -q "^version $(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/era/version.h") headers " "$out"
+  grep -q "^version $(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/version.h") headers " "$out"
   grep -q "^shim $prefix/.*/era/libera_sentencepiece.so$" "$out" || { echo "FAIL: the installed shim was not the one loaded"; exit 1; }
   grep -q "^tokens 8 visual 32$" "$out"
   grep -q "^error image error$" "$out"
 }
+
+# 0. The public headers stand alone: only era/*.h is installed (no engine folder), and each header
+#    compiles with nothing but the installed include folder on the path: no LibTorch, OpenCV or
+#    spdlog header is reachable. era/debug.h is the one optional header that needs LibTorch.
+extra=$(find "$prefix/include" -type f ! -path "$prefix/include/era/*.h" | head -n 5)
+[ -z "$extra" ] || { echo "FAIL: installed headers outside include/era/*.h: $extra"; exit 1; }
+[ -z "$(find "$prefix/include/era" -mindepth 1 -type d)" ] || { echo "FAIL: subfolders under include/era"; exit 1; }
+for h in "$prefix"/include/era/*.h; do
+  name=era/$(basename "$h")
+  [ "$name" = era/debug.h ] && continue
+  echo "#include <$name>" | c++ -std=c++17 -fsyntax-only -I "$prefix/include" -x c++ - 2>"$scratch/header.err" ||
+    { echo "FAIL: $name alone:"; cat "$scratch/header.err"; exit 1; }
+  # Debian puts LibTorch's headers straight under /usr/include, where any compiler finds them: so
+  # also check what the header asks for.
+  if grep -Eq '#include [<"](torch|ATen|c10|opencv2|spdlog|nlohmann|CLI)/' "$h" || grep -Eq '#include "(model|reduce|runtime|family|pipeline|image|text|util|report|eval|bench|cli)/' "$h"; then
+    echo "FAIL: $name includes an engine or internal header"; exit 1
+  fi
+done
+echo "public headers: $(ls "$prefix"/include/era/*.h | wc -l) files, each compiles alone"
 
 # 1. CMake package, consumer configured with only the prefix on CMAKE_PREFIX_PATH.
 cmake -S "$src/tests/package/consumer" -B "$scratch/cmake-build" -DCMAKE_BUILD_TYPE=Release \
@@ -42,9 +61,9 @@ check_run "$scratch/moved-run.out"
 pc_dir=$(dirname "$(find "$prefix" -name era.pc | head -n 1)")
 export PKG_CONFIG_PATH=$pc_dir
 pkg-config --exists era
-[ "$(pkg-config --modversion era)" = "$(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/era/version.h")" ]
+[ "$(pkg-config --modversion era)" = "$(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/version.h")" ]
 # shellcheck disable=SC2046
-c++ -std=c++17 -O1 "$src/tests/package/consumer/consumer.cpp" -o "$scratch/pc-consumer" $(pkg-config --cflags --libs era)
+c++ -std=c++17 -O1 "$src/tests/package/consumer/consumer.cpp" -o "$scratch/pc-consumer" $(pkg-config --cflags --libs era opencv4)
 "$scratch/pc-consumer" "$bundle" "$image" > "$scratch/pc-run.out"
 check_run "$scratch/pc-run.out"
 echo "package OK"

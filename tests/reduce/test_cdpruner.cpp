@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "era/error.h"
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -96,7 +96,7 @@ TEST(CdPruner, KernelIsRelevanceWeightedCosine) {
 }
 
 TEST(CdPruner, ReducerPrefersRelevantTokensAndNeedsTheInstruction) {
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "cdpruner";
   const auto reducer = make_reducer(o);
   ReductionInput in = test::random_reduction_input(64, 16, 2, 8, 6);

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -133,7 +133,7 @@ TEST(DivPrune, FindsTheExhaustiveMaxMinOptimumOnSeparatedClusters) {
 }
 
 TEST(DivPrune, ReducerKeepsTheSelectedEmbeddingsInOrder) {
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "divprune";
   const auto reducer = make_reducer(o);
   EXPECT_EQ(reducer->name(), "divprune");

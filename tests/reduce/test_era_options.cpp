@@ -1,7 +1,8 @@
 // ERA options: configs/era.json is exactly the built-in defaults, the config file, --set and the
 // JSON dump agree on every key, bad keys and values are refused by name, variants switch the right
 // modules, and the LAR layer schedules.
-#include "reduce/era_options.h"
+#include "era/options.h"
+#include "reduce/lar_schedule.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -19,7 +19,7 @@
 #include "era/error.h"
 #include "reduce/btr.h"
 #include "reduce/dep.h"
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -122,7 +122,7 @@ TEST(EraReducer, VariantsSwitchTheRightModules) {
   const int64_t n = 100, k = 10;
   const auto in = test::random_reduction_input(n, 16, 16, k, 5);
   auto run = [&](const std::string& method) {
-    ReductionOptions ro;
+    ReductionRequest ro;
     ro.method = method;
     const auto reducer = make_reducer(ro);
     EXPECT_EQ(reducer->name(), method);
@@ -154,7 +154,7 @@ TEST(EraReducer, VariantsSwitchTheRightModules) {
   EXPECT_NE(dep_y.kept, era.kept);
   auto shuffled = in;
   shuffled.embeddings = torch::randn_like(in.embeddings);
-  ReductionOptions ro;
+  ReductionRequest ro;
   ro.method = "era:dep-y";
   EXPECT_EQ(make_reducer(ro)->reduce(shuffled).kept, dep_y.kept);
   EXPECT_EQ(dep_y.assignment.size(), static_cast<size_t>(n));
@@ -242,7 +242,7 @@ TEST(EraReducer, RefusesBadInputs) {
 }
 
 TEST(ReduceMethod, NamesAndEffectiveOptions) {
-  ReductionOptions ro;
+  ReductionRequest ro;
   EXPECT_EQ(make_reducer(ro)->name(), "full");
   ro.method = "era";
   ro.era.recycle = false;  // plain "era" runs the options as given

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "era/error.h"
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -30,7 +30,7 @@ TEST(Pooling, GridNeverExceedsTheBudget) {
 TEST(Pooling, EqualsAdaptiveAvgPool) {
   for (int64_t budget : {64, 121, 30, 200}) {
     const ReductionInput in = test::random_reduction_input(576, 10, 2, budget, 4);
-    ReductionOptions o;
+    ReductionRequest o;
     o.method = "pool";
     const ReducedTokens r = make_reducer(o)->reduce(in);
     const PoolGrid g = pool_grid(budget, 24);
@@ -59,7 +59,7 @@ TEST(Pooling, EqualsAdaptiveAvgPool) {
 }
 
 TEST(Pooling, RefusesANonSquareTokenCount) {
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "pool";
   const ReductionInput in = test::random_reduction_input(50, 4, 2, 9, 1);
   EXPECT_THROW(make_reducer(o)->reduce(in), Error);

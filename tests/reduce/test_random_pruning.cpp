@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -35,7 +35,7 @@ TEST(RandomPruning, EveryTokenIsEquallyLikely) {
 }
 
 TEST(RandomPruning, ReducerUsesTheSeedFromTheOptions) {
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "random";
   o.baselines.random_seed = 42;
   const ReductionInput in = test::random_reduction_input(100, 8, 2, 20, 1);

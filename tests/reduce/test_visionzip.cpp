@@ -9,7 +9,7 @@
 #include <set>
 
 #include "era/error.h"
-#include "reduce/method.h"
+#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
 
 namespace era {
@@ -68,7 +68,7 @@ Constructed construct() {
 
 TEST(VisionZip, DominantAndContextualTokensOnAConstructedCrop) {
   Constructed c = construct();
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "visionzip";
   const ReducedTokens r = make_reducer(o)->reduce(c.in);
   ASSERT_EQ(r.kept.size(), 64u);
@@ -116,7 +116,7 @@ TEST(VisionZip, ContextualTokenWithoutMembersIsItsTarget) {
     keys[c.rest[i] + 1][0] = 1.0;
   }
   c.in.mean_keys = keys;
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "visionzip";
   const ReducedTokens r = make_reducer(o)->reduce(c.in);
   for (int64_t j = 1; j < 10; ++j) {
@@ -126,7 +126,7 @@ TEST(VisionZip, ContextualTokenWithoutMembersIsItsTarget) {
 
 TEST(VisionZip, ContextualFractionOptionAndOldBundles) {
   Constructed c = construct();
-  ReductionOptions o;
+  ReductionRequest o;
   o.method = "visionzip";
   set_baseline_option(o.baselines, "visionzip_contextual_fraction=0.25");
   EXPECT_EQ(make_reducer(o)->reduce(c.in).kept.size(), 64u);  // 48 + 16

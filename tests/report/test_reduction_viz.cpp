@@ -2,6 +2,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "era/reduction_picture.h"
 #include "report/reduction_viz.h"
 #include "test_support.h"
 
@@ -11,11 +12,11 @@ namespace {
 TEST(ReductionViz, ColoursClustersMarksAnchorsDarkensDropped) {
   // A mid-grey 8x8 image with a 2x2 patch grid: patches 0,1 -> cluster of anchor 0; 2 dropped;
   // 3 is an anchor of its own.
-  const auto image = torch::full({8, 8, 3}, 128, torch::kUInt8);
+  const cv::Mat image(8, 8, CV_8UC3, cv::Scalar(128, 128, 128));
   ImageReduction r;
   r.kept = {0, 3};
   r.assignment = {0, 0, -1, 1};
-  const cv::Mat pic = draw_reduction(image, 2, r, /*scale=*/8);  // 64x64, 32 px patches
+  const cv::Mat pic = draw_reduction_bgr(image, 2, r, /*scale=*/8);  // 64x64, 32 px patches
   ASSERT_EQ(pic.rows, 64);
   const auto at = [&](int x, int y) { return pic.at<cv::Vec3b>(y, x); };
   EXPECT_EQ(at(8, 8), at(40, 8));         // same cluster, same tint (away from the anchor mark)
@@ -28,16 +29,18 @@ TEST(ReductionViz, ColoursClustersMarksAnchorsDarkensDropped) {
   EXPECT_NE(at(48, 16), cv::Vec3b(255, 255, 255));  // no mark on a non-anchor patch
 
   const auto path = test::scratch_dir("viz") + "/r.png";
-  save_reduction_png(path, image, 2, r);
+  // The public API: the same picture as RGB pixels, written as a PNG.
+  const Image crop = Image::from_pixels(image.data, 8, 8, static_cast<int>(image.step), PixelFormat::kRGB8);
+  save_png(draw_reduction(crop, 2, r), path);
   const cv::Mat back = cv::imread(path);
   ASSERT_FALSE(back.empty());
-  EXPECT_EQ(cv::norm(back, draw_reduction(image, 2, r), cv::NORM_INF), 0.0);
+  EXPECT_EQ(cv::norm(back, draw_reduction_bgr(image, 2, r), cv::NORM_INF), 0.0);
 }
 
 TEST(ReductionViz, RejectsAWrongGrid) {
   ImageReduction r;
   r.assignment = {0, 0, 0};
-  EXPECT_ANY_THROW(draw_reduction(torch::zeros({8, 8, 3}, torch::kUInt8), 2, r));
+  EXPECT_ANY_THROW(draw_reduction_bgr(cv::Mat(8, 8, CV_8UC3, cv::Scalar(0, 0, 0)), 2, r));
 }
 
 }  // namespace

@@ -11,7 +11,10 @@
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
+#include "reduce/dart.h"
+#include "reduce/fastv.h"
 #include "reduce/reducer.h"
+#include "reduce/registry.h"
 #include "runtime/in_decoder_pruning.h"
 #include "runtime/sequence.h"
 #include "test_support.h"
@@ -115,8 +118,8 @@ TEST(InDecoderPruner, LayerMustLeaveLayersOnBothSides) {
   test::expect_invalid_argument([&] { make_in_decoder_pruner("dart", o, 4); }, "dart_layer");
   o.fastv_layer = 3;
   EXPECT_EQ(make_in_decoder_pruner("fastv", o, 4)->layer(), 3);
-  EXPECT_TRUE(is_in_decoder_method("dart"));
-  EXPECT_FALSE(is_in_decoder_method("era"));
+  EXPECT_EQ(find_method("dart").stage, MethodStage::kInDecoder);
+  EXPECT_EQ(find_method("era").stage, MethodStage::kBeforeDecoder);
 }
 
 // ---- the pruned model against the eager mask implementation -----------------------------------

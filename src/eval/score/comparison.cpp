@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "era/error.h"
-#include "eval/run_plan.h"
+#include "era/methods.h"
 
 namespace era::score {
 namespace {
@@ -110,7 +110,7 @@ ordered_json row_json(const RetentionRow& row, const std::vector<std::string>& b
 size_t find_reference(const std::vector<MethodScores>& runs) {
   std::vector<size_t> found;
   for (size_t i = 0; i < runs.size(); ++i)
-    if (runs[i].reduction && runs[i].reduction->method == eval::kFullMethod) found.push_back(i);
+    if (runs[i].reduction && is_unreduced_method(runs[i].reduction->method)) found.push_back(i);
   if (found.size() == 1) return found[0];
   if (found.empty())
     fail("no results file is from the full model (reduction method \"full\"): add its results, or name the upper "

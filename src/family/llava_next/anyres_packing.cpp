@@ -1,4 +1,4 @@
-#include "runtime/anyres_packing.h"
+#include "family/llava_next/anyres_packing.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "report/attention_report.h"
+#include "pipeline/attention_report.h"
 
 namespace era {
 namespace {

@@ -1,3 +1,4 @@
+// era::Image (era/image.h): the public image type, implemented on OpenCV like the rest of the image stage.
 #include "era/image.h"
 
 #include <opencv2/imgproc.hpp>

@@ -1,4 +1,4 @@
-#include "report/attention_report.h"
+#include "pipeline/attention_report.h"
 
 #include "era/error.h"
 

@@ -2,7 +2,7 @@
 // int(round(x, 7)) rule against plain int()), the token counts of llava.md A.6, pack_anyres with
 // the identity reduction against a plain tensor implementation of HF's packing, and with random
 // per-crop reductions (order, newlines, biases, clusters dropped by unpad).
-#include "runtime/anyres_packing.h"
+#include "family/llava_next/anyres_packing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,31 @@
+#pragma once
+// What the LLaVA families share: LLaVA's conversation template and tokenizer_image_token, CLIP
+// normalisation, and a LLaMA decoder with positions 0..L-1. LLaVA-1.5 and LLaVA-NeXT differ in
+// their images and visual tokens only.
+#include "family/model_family.h"
+#include "image/clip_preprocess.h"
+
+namespace era {
+
+class LlavaFamilyBase : public ModelFamily {
+ public:
+  explicit LlavaFamilyBase(const ModelBundle& bundle);
+
+  std::string format_prompt(const std::string& question, int num_images) const override;
+  std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
+  const std::string& image_placeholder() const override { return manifest_.prompt.image_placeholder; }
+  torch::Tensor normalize(const cv::Mat& crop) const override;
+  torch::Tensor position_ids(const PromptSequence& sequence) const override;
+
+ protected:
+  // Vision tokens of one crop (576 for CLIP ViT-L/14 at 336 px).
+  int64_t tokens_per_crop() const { return manifest_.vision.num_patches; }
+  // Refuses a manifest whose image layout is not `expected` (kBundle, naming the field).
+  void require_layout(ImageLayout expected) const;
+
+  const Manifest& manifest_;
+  const std::string bundle_dir_;
+  ClipImageConfig clip_;
+};
+
+}  // namespace era

@@ -1,0 +1,85 @@
+#pragma once
+// The model-family seam: everything that differs between model families (LLaVA-1.5, LLaVA-NeXT,
+// and the Qwen2-based families next) sits behind this one interface, chosen from the bundle
+// manifest's `arch`. The pipeline (src/pipeline/) calls only this interface; each family lives in
+// its own folder (family/llava15/, family/llava_next/) and is registered in family/registry.cpp.
+//
+// What a family decides:
+//   - the prompt: the conversation template and where image placeholders go, and how the prompt
+//     becomes token ids with one image token per image;
+//   - image preprocessing and tiling: one decoded image -> the crops the vision tower sees;
+//   - the visual tokens of one image: how a method's budget is split (per crop, per image), how
+//     the vision output is handed to the method, how the tokens are packed (unpad, newlines);
+//   - the decoder's position ids for the spliced sequence.
+// Adding a family: a folder with a class implementing ModelFamily, and one line in
+// family/registry.cpp mapping its manifest `arch` to it (README "Adding a model family").
+#include <opencv2/core.hpp>
+#include <torch/script.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "era/methods.h"
+#include "model/bundle.h"
+#include "model/vision_encoder.h"
+#include "reduce/reducer.h"
+#include "reduce/registry.h"
+#include "runtime/sequence.h"
+#include "text/tokenizer.h"
+
+namespace era {
+
+// One image's share of a vision pass: crops [first, first + count) of `vision`.
+struct ImageTokens {
+  const VisionOutput* vision = nullptr;
+  int64_t first = 0, count = 1;
+  std::array<int64_t, 2> size{};  // (height, width) of the decoded image
+  // [M, D] the instruction's text embeddings, for methods that rank against it (else undefined).
+  torch::Tensor instruction;
+};
+
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+
+  // The manifest `arch` this family serves ("llava-1.5").
+  virtual std::string arch() const = 0;
+
+  // ---- prompt ---------------------------------------------------------------------------------
+  // The prompt text of one user turn with `num_images` images, in the bundle's template (throws
+  // era::Error(kPrompt) if the placeholders do not match the images).
+  virtual std::string format_prompt(const std::string& question, int num_images) const = 0;
+  // Token ids of a formatted prompt, with one image token id where each image goes.
+  virtual std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const = 0;
+  virtual const std::string& image_placeholder() const = 0;
+
+  // ---- images ---------------------------------------------------------------------------------
+  // One decoded RGB image (CV_8UC3) -> the uint8 RGB crops the vision tower sees, in order.
+  virtual std::vector<cv::Mat> crops(const cv::Mat& rgb) const = 0;
+  // One crop -> float32 [3, S, S], the vision tower's input.
+  virtual torch::Tensor normalize(const cv::Mat& crop) const = 0;
+
+  // ---- visual tokens --------------------------------------------------------------------------
+  // The most visual tokens one image brings to the decoder before any reduction.
+  virtual int64_t max_visual_tokens() const = 0;
+  // One image's tokens for the decoder, reduced by `reducer` (the entry `method`, asked for by
+  // `request`), in sequence order. Throws era::Error(kInvalidArgument) for a request the family
+  // cannot serve (e.g. a per-crop method with an image-wide budget).
+  virtual ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                                     const ReductionRequest& request) const = 0;
+
+  // ---- decoder ---------------------------------------------------------------------------------
+  // RoPE position ids [1, L] of a spliced prompt sequence.
+  virtual torch::Tensor position_ids(const PromptSequence& sequence) const = 0;
+};
+
+// The family of `bundle` by its manifest's `arch`; throws era::Error(kBundle) naming the bundle,
+// the arch and the families this build knows, or a manifest field the family cannot use.
+std::unique_ptr<ModelFamily> make_model_family(const ModelBundle& bundle);
+
+// The `arch` names this build serves, in registry order.
+std::vector<std::string> known_architectures();
+
+}  // namespace era

@@ -1,0 +1,22 @@
+#pragma once
+// Internal header. Stage 1: a request's prompt and images as model inputs (template, token ids,
+// decoded images cut into crops by the model family, normalised pixels).
+#include <torch/script.h>
+
+#include "era/era.h"
+#include "pipeline/session_internals.h"
+
+namespace era {
+
+struct PreparedRequest {
+  PreparedInput input;         // the public part (prompt, ids, crops as images)
+  torch::Tensor pixel_values;  // float32 [crops, 3, S, S]
+};
+
+// Throws kPrompt (placeholders do not match the images, the text alone does not fit) and kImage.
+PreparedRequest prepare_request(const SessionState& impl, const Request& request);
+
+// Throws kPrompt unless text + visual tokens leave room for at least one answer token.
+void check_fits(int64_t text_tokens, int64_t visual_tokens, int64_t context);
+
+}  // namespace era

@@ -1,0 +1,99 @@
+#include "pipeline/reduction_stage.h"
+
+#include "reduce/budget.h"
+#include "reduce/lar_schedule.h"
+
+namespace era {
+namespace {
+
+ImageReduction describe(const std::string& method, int64_t original, const ReducedTokens& t) {
+  ImageReduction d;
+  d.method = method;
+  d.original_tokens = original;
+  d.kept = t.kept;
+  d.assignment = t.assignment;
+  d.entropy = t.entropy;
+  d.cluster_sizes.assign(t.kept.size(), 0);
+  for (const int64_t slot : t.assignment) {
+    if (slot >= 0) d.cluster_sizes[static_cast<size_t>(slot)]++;
+  }
+  const auto b = t.log_bias.to(torch::kCPU, torch::kFloat).exp().contiguous();
+  d.bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + b.numel());
+  return d;
+}
+
+// The decoder's input embeddings [M, D] of the instruction's own text tokens, for methods that
+// rank visual tokens against the question (CDPruner): the user's prompt with the image
+// placeholders removed, no BOS, no chat template or "ASSISTANT:" suffix.
+torch::Tensor instruction_embeddings(const SessionState& impl, const Request& request) {
+  const std::string& placeholder = impl.family->image_placeholder();
+  std::string text = request.prompt;
+  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
+  const std::vector<int64_t> ids = impl.bundle.tokenizer->encode(text);
+  const auto ids_t = torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong)).reshape({1, -1}).to(impl.bundle.device);
+  return impl.decoder->embed(ids_t)[0];
+}
+
+}  // namespace
+
+ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedInput& in,
+                            const Request& request) {
+  const MethodSpec& method = find_method(request.reduction.method);
+  const auto reducer = make_reducer(request.reduction);
+  ImageTokens image;
+  image.vision = &vision;
+  if (method.capabilities.needs_instruction) image.instruction = instruction_embeddings(impl, request);
+  const int64_t per_crop = impl.bundle.manifest.vision.num_patches;
+  ReducedImages out;
+  for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
+    image.count = in.crops_per_image[i];
+    image.size = in.image_sizes[i];
+    out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, request.reduction));
+    out.descriptions.push_back(describe(method.name, image.count * per_crop, out.tokens.back()));
+    image.first += image.count;
+  }
+  return out;
+}
+
+LarSettings lar_settings(const ReductionRequest& request, int64_t num_layers) {
+  LarSettings lar;
+  const MethodSpec& method = find_method(request.method);
+  if (!method.rectifies_attention()) return lar;  // no bias: the path and scales do not matter
+  const EraOptions era = method.era_options(request.era);
+  lar.layer_scale = lar_layer_scales(era, static_cast<int>(num_layers));
+  lar.path = era.lar_path;
+  return lar;
+}
+
+InDecoderSetup in_decoder_setup(const ReductionRequest& request, const PromptSequence& seq, const Decoder& decoder) {
+  InDecoderSetup setup;
+  const MethodSpec& method = find_method(request.method);
+  if (method.stage != MethodStage::kInDecoder) return setup;
+  setup.pruner = method.make_pruner(request.baselines, decoder.num_layers());
+  decoder.require_layer_ranges(method.name);
+  setup.pruning.pruner = setup.pruner.get();
+  for (const auto& segment : seq.segments) {
+    if (segment.kind != SequenceSegment::Kind::kImage) continue;
+    setup.pruning.spans.push_back({segment.start, segment.length, resolve_budget(request, segment.length, request.tokens)});
+  }
+  return setup;
+}
+
+void describe_in_decoder(const std::vector<std::vector<int64_t>>& kept_in_span, std::vector<ImageReduction>& reductions) {
+  for (size_t i = 0; i < reductions.size() && i < kept_in_span.size(); ++i) {
+    ImageReduction& d = reductions[i];
+    const std::vector<int64_t> span_originals = d.kept;  // unreduced before the decoder: every token of the span
+    d.kept.clear();
+    d.assignment.assign(static_cast<size_t>(d.original_tokens), -1);
+    d.cluster_sizes.clear();
+    for (const int64_t offset : kept_in_span[i]) {
+      const int64_t original = span_originals[static_cast<size_t>(offset)];
+      if (original >= 0) d.assignment[static_cast<size_t>(original)] = static_cast<int64_t>(d.kept.size());
+      d.cluster_sizes.push_back(original >= 0 ? 1 : 0);  // a NeXT newline stands for no vision token
+      d.kept.push_back(original);
+    }
+    d.bias.assign(d.kept.size(), 1.0f);
+  }
+}
+
+}  // namespace era

@@ -1,0 +1,264 @@
+// Session: the pipeline's stages in order —
+//   image -> preprocess (family) -> vision tower + projector -> reduce (method registry, family)
+//   -> sequence -> decoder with LAR -> sampler.
+// Each stage is its own unit (preparation, reduction_stage, runtime/); this file wires them and
+// keeps the public calls' contract (locking, error conversion, statistics).
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "era/debug.h"
+#include "era/era.h"
+#include "family/model_family.h"
+#include "pipeline/attention_report.h"
+#include "pipeline/error_boundary.h"
+#include "pipeline/preparation.h"
+#include "pipeline/reduction_stage.h"
+#include "pipeline/session_internals.h"
+#include "runtime/batch_generator.h"
+#include "runtime/generator.h"
+#include "runtime/sampler.h"
+#include "text/tokenizer.h"
+#include "util/compat.h"
+#include "util/stopwatch.h"
+
+namespace era {
+namespace {
+
+torch::Device parse_device(const std::string& name) {
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && !compat::cuda_available()) {
+      throw Error(ErrorCode::kInvalidArgument, "device '" + name + "' requested but this LibTorch build has no usable CUDA device");
+    }
+    return device;
+  } catch (const c10::Error&) {
+    throw Error(ErrorCode::kInvalidArgument, "unknown device '" + name + "' (use cpu, cuda or cuda:N)");
+  }
+}
+
+// Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
+std::string strip(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\n\r\f\v");
+  const auto last = s.find_last_not_of(" \t\n\r\f\v");
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
+// Everything before the decoder for one request: preprocess, vision, reduce, splice. Fills the
+// result's stats and reductions; throws kPrompt if the sequence leaves no room to answer.
+PromptSequence stage_request(SessionState& impl, const Request& request, Result& result) {
+  auto& st = result.stats;
+  Stopwatch clock;
+  const PreparedRequest prepared = prepare_request(impl, request);
+  st.preprocess_ms = clock.lap_ms();
+  ReducedImages images;
+  if (prepared.pixel_values.size(0) > 0) {
+    const VisionOutput vision = impl.vision->encode(prepared.pixel_values);
+    st.vision_ms = clock.lap_ms();
+    images = reduce_images(impl, vision, prepared.input, request);
+    st.reduce_ms = clock.lap_ms();
+  }
+  PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, images.tokens);
+  seq.positions = impl.family->position_ids(seq);
+  result.reductions = std::move(images.descriptions);
+  st.visual_tokens = seq.visual_tokens();
+  st.visual_tokens_early_layers = st.visual_tokens;
+  st.text_tokens = seq.text_tokens();
+  st.prompt_tokens = seq.length();
+  check_fits(st.text_tokens, st.visual_tokens, impl.max_context());
+  return seq;
+}
+
+// A generation's output into the result (one place for generate and generate_batch).
+void fill_result(GenerationOutput& out, int64_t kv_used, int64_t kv_allocated, Result& r) {
+  r.tokens = std::move(out.tokens);
+  r.finish_reason = out.finish_reason;
+  r.text = strip(out.text);
+  r.stats.prefill_ms = out.prefill_ms;
+  r.stats.decode_step_ms = std::move(out.decode_ms);
+  r.stats.decode_ms = 0;
+  for (double ms : r.stats.decode_step_ms) r.stats.decode_ms += ms;
+  r.stats.generated_tokens = static_cast<int64_t>(r.tokens.size());
+  r.stats.kv_cache_bytes = kv_used;
+  r.stats.kv_cache_allocated_bytes = kv_allocated;
+}
+
+}  // namespace
+
+std::unique_lock<std::recursive_mutex> SessionAccess::lock(const Session& session) {
+  if (!session.impl_) throw Error(ErrorCode::kInvalidArgument, "this era::Session was moved from");
+  return std::unique_lock<std::recursive_mutex>(session.impl_->mutex);
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
+  if (options.num_threads < 0) throw Error(ErrorCode::kInvalidArgument, "num_threads must be >= 0");
+  if (options.num_threads > 0) at::set_num_threads(options.num_threads);
+  const auto device = parse_device(options.device);
+  std::optional<torch::ScalarType> dtype;
+  if (!options.dtype.empty()) dtype = parse_dtype(options.dtype);
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->image_limits.max_pixels = options.max_image_pixels;
+  impl->bundle = load_bundle(bundle_dir, device, dtype);
+  impl->family = make_model_family(impl->bundle);
+  impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
+  impl->decoder = std::make_unique<Decoder>(impl->bundle);
+  return Session(std::move(impl));
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+PreparedInput Session::prepare(const Request& request) const try {
+  const auto lock = SessionAccess::lock(*this);
+  return prepare_request(*impl_, request).input;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+Result Session::generate(const Request& request) try {
+  const auto lock = SessionAccess::lock(*this);
+  validate_request(request);
+  c10::InferenceMode inference;
+  Result result;
+  auto& st = result.stats;
+  Stopwatch total;
+  const auto& m = impl_->bundle.manifest;
+  const PromptSequence seq = stage_request(*impl_, request, result);
+  GenerationLimits limits;
+  limits.max_new_tokens = std::min<int64_t>(request.max_new_tokens, impl_->max_context() - seq.length());
+  limits.stop_at_eos = request.stop_at_eos;
+  // The last sampled token is never fed back, so max_new_tokens - 1 decode slots suffice.
+  KvCache cache = impl_->decoder->make_cache(1, seq.length() + std::max<int64_t>(limits.max_new_tokens - 1, 0));
+  Sampler sampler({request.temperature, request.top_p, request.seed});
+  const InDecoderSetup in_decoder = in_decoder_setup(request.reduction, seq, *impl_->decoder);
+  Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id, lar_settings(request.reduction, m.text.num_layers),
+                      in_decoder.pruner ? &in_decoder.pruning : nullptr);
+  GenerationOutput out = generator.run(seq, limits, sampler, cache, relay_exceptions(request.on_text));
+  if (in_decoder.pruner && !out.kept_in_span.empty()) {  // report what layers >= K really saw
+    st.visual_tokens = out.pruned_visual_tokens;
+    st.prompt_tokens = st.text_tokens + st.visual_tokens;
+    describe_in_decoder(out.kept_in_span, result.reductions);
+  }
+  fill_result(out, cache.bytes_used(), cache.bytes_allocated(), result);
+  st.total_ms = total.elapsed_ms();
+  return result;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) try {
+  const auto lock = SessionAccess::lock(*this);
+  if (requests.empty()) return {};
+  for (const Request& r : requests) validate_request(r);
+  const auto& m = impl_->bundle.manifest;
+  const LarSettings lar = lar_settings(requests.front().reduction, m.text.num_layers);
+  bool one_lar = true, in_decoder = false;
+  for (const Request& r : requests) {
+    const LarSettings other = lar_settings(r.reduction, m.text.num_layers);
+    one_lar = one_lar && other.layer_scale == lar.layer_scale && other.path == lar.path;
+    // FastV / DART prune per sequence inside prefill: no batched path.
+    in_decoder = in_decoder || find_method(r.reduction.method).stage == MethodStage::kInDecoder;
+  }
+  if (requests.size() == 1 || !one_lar || in_decoder) {  // one decoder call serves one LAR setting
+    std::vector<Result> results;
+    for (const Request& r : requests) {
+      Request quiet = r;
+      quiet.on_text = nullptr;
+      results.push_back(generate(quiet));
+    }
+    return results;
+  }
+
+  c10::InferenceMode inference;
+  Stopwatch total;
+  std::vector<Result> results(requests.size());
+  std::vector<PromptSequence> sequences;
+  std::vector<GenerationLimits> limits;
+  std::vector<Sampler> samplers;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& request = requests[i];
+    sequences.push_back(stage_request(*impl_, request, results[i]));
+    const auto& seq = sequences.back();
+    limits.push_back({std::min<int64_t>(request.max_new_tokens, impl_->max_context() - seq.length()), request.stop_at_eos});
+    samplers.emplace_back(SamplingOptions{request.temperature, request.top_p, request.seed});
+  }
+  int64_t kv_used = 0, kv_allocated = 0;
+  BatchGenerator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id, lar);
+  auto outputs = generator.run(sequences, limits, samplers, &kv_used, &kv_allocated);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    fill_result(outputs[i], kv_used, kv_allocated, results[i]);
+    results[i].stats.total_ms = total.elapsed_ms();
+  }
+  return results;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+AttentionReport Session::attention_report(const Request& request) try {
+  const auto lock = SessionAccess::lock(*this);
+  validate_request(request);
+  c10::InferenceMode inference;
+  const PreparedRequest prepared = prepare_request(*impl_, request);
+  if (prepared.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
+  if (find_method(request.reduction.method).stage == MethodStage::kInDecoder) {
+    throw Error(ErrorCode::kInvalidArgument, "the attention report compares pre-decoder reductions; '" + request.reduction.method +
+                                                 "' prunes inside the decoder");
+  }
+  const auto& m = impl_->bundle.manifest;
+  const VisionOutput vision = impl_->vision->encode(prepared.pixel_values);
+  Request unreduced = request;
+  unreduced.reduction.method = unreduced_method().name;
+  const ReducedImages full = reduce_images(*impl_, vision, prepared.input, unreduced);
+  const ReducedImages reduced = reduce_images(*impl_, vision, prepared.input, request);
+  auto& dec = *impl_->decoder;
+  const PreparedInput& in = prepared.input;
+  PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
+  PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
+  seq_full.positions = impl_->family->position_ids(seq_full);
+  seq_reduced.positions = impl_->family->position_ids(seq_reduced);
+  check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->max_context());
+
+  KvCache cache_full = dec.make_cache(1, seq_full.length());
+  const auto attn_full = dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;
+  KvCache cache_reduced = dec.make_cache(1, seq_reduced.length());
+  const auto attn_reduced = dec.forward_with_attention(seq_reduced.embeds, seq_reduced.positions, seq_reduced.key_log_bias,
+                                                       cache_reduced, lar_settings(request.reduction, m.text.num_layers))
+                                .second;
+  AttentionReport report = compare_last_query_attention(seq_full, attn_full, seq_reduced, attn_reduced);
+  report.method = request.reduction.method;
+  return report;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+ModelInfo Session::info() const {
+  const auto lock = SessionAccess::lock(*this);
+  const auto& b = impl_->bundle;
+  ModelInfo i;
+  i.name = b.manifest.model_name;
+  i.arch = b.manifest.arch;
+  i.dtype = dtype_name(b.dtype);
+  i.device = b.device.str();
+  i.attention = b.manifest.attention;
+  i.visual_tokens_per_image = impl_->family->max_visual_tokens();
+  i.tokens_per_crop = b.manifest.vision.num_patches;
+  i.max_context = impl_->max_context();
+  i.tokenizer_shim = sentencepiece_shim_path();  // loaded by open(): cannot throw here
+  return i;
+}
+
+torch::Tensor debug::pixel_values(const Session& session, const Request& request) try {
+  const auto lock = SessionAccess::lock(session);
+  return prepare_request(SessionAccess::state(session), request).pixel_values;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+}  // namespace era
