@@ -30,7 +30,7 @@ from era_tools import pil_reference  # noqa: E402
 from era_tools.hf_checkpoint import (NEXT_DEFAULT_PINPOINTS, CheckpointError,  # noqa: E402
                                      load_checkpoint, load_config)
 from era_tools.safetensors_io import load_file, save_file  # noqa: E402
-from make_tiny_llava import to_new_layout  # noqa: E402
+from era_tools.make_tiny_llava import to_new_layout  # noqa: E402
 
 CHECKPOINT = None  # set in main()
 EXPORTER = os.path.join(TOOLS, "export_llava.py")
