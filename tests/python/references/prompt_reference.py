@@ -6,7 +6,7 @@ first BOS only, and put the image placeholder id between chunks.
 """
 import sentencepiece as spm
 
-from .prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM  # noqa: F401 (re-exported)
+from era_tools.prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM  # noqa: F401 (re-exported)
 
 
 def vicuna_v1_prompt(question, system=VICUNA_V1_SYSTEM, with_image=True):
