@@ -20,16 +20,12 @@ import json
 import math
 import os
 import shutil
-import sys
 
 import numpy as np
 from PIL import Image
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
-from era_tools import pil_reference  # noqa: E402
-from make_image_refs import synth  # noqa: E402
+from references import pil_reference
+from references.synthetic_image import synth
 
 PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]  # (height, width)
 TILE = 336

@@ -3,9 +3,10 @@
 
     make_logit_refs.py --checkpoint DIR --image PNG --out DIR [--seed 0]
 
-Runs the checkpoint through the eager float32 modules of era_tools.llava_model, with the decoder
-in its "explicit" mode (no KV cache, plain width-d keys, softmax(QK^T/sqrt(d) + log_b + causal) V
-recomputed from scratch), i.e. independently of the cache / augmented-key path the bundle uses.
+Runs the checkpoint through the eager float32 modules of era_tools.llava_model
+(references.eager_llava), with the decoder in its "explicit" mode (no KV cache, plain width-d
+keys, softmax(QK^T/sqrt(d) + log_b + causal) V recomputed from scratch), i.e. independently of the
+cache / augmented-key path the bundle uses.
 
 Inputs are built with the other Python references: Pillow preprocessing (pil_reference, LLaVA
 "pad" path) and original-LLaVA prompt tokenisation (prompt_reference, vicuna_v1). The 576
@@ -32,7 +33,6 @@ Writes into --out (all float32, C order, numpy.save):
                       recompute each step, EOS does not stop, no vocabulary mask
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -41,41 +41,14 @@ import time
 import numpy as np
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tools"))
-from era_tools import pil_reference, prompt_reference  # noqa: E402
-from era_tools.hf_checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from era_tools.llava_model import build_decoder, build_projector, build_vision  # noqa: E402
-from era_tools.safetensors_io import WeightsFileError  # noqa: E402
+from era_tools.hf_checkpoint import CheckpointError, load_checkpoint
+from era_tools.safetensors_io import WeightsFileError
+from references import pil_reference, prompt_reference
+from references.eager_llava import build_eager_modules, splice_image
+from references.fixture_files import save, write_json
 
 QUESTION = "What is shown in this image?"
 GREEDY_STEPS = 32
-
-
-def save(out, name, arr):
-    np.save(os.path.join(out, name), np.ascontiguousarray(np.asarray(arr, dtype=np.float32)))
-
-
-def write_json(out, name, obj):
-    with open(os.path.join(out, name), "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-
-
-def build_eager_modules(ckpt):
-    """The eager float32 reference: vision tower, projector and the explicit-formula decoder."""
-    return (build_vision(ckpt, torch.float32), build_projector(ckpt, torch.float32),
-            build_decoder(ckpt, torch.float32, attention="explicit"))
-
-
-def splice_image(decoder, ids, image_token_id, image_rows):
-    """Text embeddings with the one image placeholder replaced by image_rows [1, N, D]
-    -> (embeds [1, L, D], placeholder position)."""
-    p_img = ids.index(image_token_id)
-    text_emb = decoder.embed(torch.tensor([ids], dtype=torch.int64))
-    embeds = torch.cat([text_emb[:, :p_img], image_rows.to(text_emb.dtype), text_emb[:, p_img + 1:]],
-                       dim=1)
-    return embeds, p_img
 
 
 def main(argv=None):

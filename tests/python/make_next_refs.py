@@ -5,7 +5,7 @@
 
 DIR is a LLaVA-NeXT checkpoint (model_type llava_next, e.g. `make_tiny_llava.py --arch
 llava-next`). The visual sequence is built as HF's LlavaNext builds it, independently of the C++
-code: Pillow anyres preprocessing (era_tools.anyres_reference: select_best_resolution with the
+code: Pillow anyres preprocessing (references.anyres_reference: select_best_resolution with the
 pinpoints read as (height, width), aspect-preserving bicubic resize with ceil fit, black pad,
 336 px tiles row-major, the image squashed to 336 px as the base crop first), the eager float32
 CLIP tower on all 1+tiles crops as one batch, the projector, then pack_image_features (base
@@ -35,16 +35,13 @@ import time
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tools"))
-from era_tools import anyres_reference, pil_reference, prompt_reference  # noqa: E402
-from era_tools.hf_checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from era_tools.safetensors_io import WeightsFileError  # noqa: E402
+from era_tools.hf_checkpoint import CheckpointError, load_checkpoint
+from era_tools.safetensors_io import WeightsFileError
+from references import anyres_reference, pil_reference, prompt_reference
+from references.eager_llava import build_eager_modules, splice_image
+from references.fixture_files import save, write_json
 
 QUESTION = "What is shown in this image?"
-
-
-from make_logit_refs import build_eager_modules, save, splice_image, write_json  # noqa: E402  (same fixture conventions)
 
 
 def main(argv=None):

@@ -26,11 +26,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tools"))
-from era_tools import pil_reference, prompt_reference  # noqa: E402
-from era_tools.hf_checkpoint import load_checkpoint  # noqa: E402
-from make_logit_refs import build_eager_modules, splice_image  # noqa: E402  (same reference model)
+from era_tools.hf_checkpoint import load_checkpoint
+from references import pil_reference, prompt_reference
+from references.eager_llava import build_eager_modules, splice_image
 
 QUESTION = "What is shown in this image?"
 STEPS = 8

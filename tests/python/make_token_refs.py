@@ -1,15 +1,12 @@
 """Fixture: token ids from Python sentencepiece for a prompt corpus (the reference for tests/text).
 
-Every prompt goes through era_tools.prompt_reference (LLaVA's tokenizer_image_token with the
+Every prompt goes through references.prompt_reference (LLaVA's tokenizer_image_token with the
 vicuna_v1 template); decode cases record what sentencepiece's own decode gives.
 """
 import argparse
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from era_tools import prompt_reference as pr  # noqa: E402
+from references import prompt_reference as pr
 
 IMAGE_TOKEN_ID = 1000
 

@@ -21,12 +21,12 @@ import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(REPO, "tools")
-sys.path.insert(0, TOOLS)
-from era_tools import llava_model as lm  # noqa: E402
-from make_tiny_llava import to_new_layout as new_layout_name  # noqa: E402
-from era_tools.hf_checkpoint import TextConfig, load_checkpoint, load_config  # noqa: E402
-from era_tools.safetensors_io import (SafetensorsError, WeightsFileError,  # noqa: E402
-                                      load_file, load_weights_folder, read_header, save_file)
+
+from era_tools import llava_model as lm
+from era_tools.hf_checkpoint import TextConfig, load_checkpoint, load_config
+from era_tools.make_tiny_llava import to_new_layout as new_layout_name
+from era_tools.safetensors_io import (SafetensorsError, WeightsFileError, load_file,
+                                      load_weights_folder, read_header, save_file)
 
 CHECKPOINT = None  # set in main()
 EXPORTER = os.path.join(TOOLS, "export_llava.py")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the LLaVA-NeXT (v1.6, anyres) Python side: the tiny NeXT checkpoint, its export
 (manifest fields, image_newline in projector.pt), both name layouts, LLaVA-1.5 exports left
-unchanged, and the anyres reference (era_tools.anyres_reference: preprocessing, packing, token
+unchanged, and the anyres reference (references.anyres_reference: preprocessing, packing, token
 counts) that make_next_refs.py writes the C++ fixtures with.
 
     test_next_export.py [--checkpoint DIR] [unittest options]
@@ -24,13 +24,13 @@ from PIL import Image
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(REPO, "tools")
-sys.path.insert(0, TOOLS)
-from era_tools import anyres_reference as ar  # noqa: E402
-from era_tools import pil_reference  # noqa: E402
-from era_tools.hf_checkpoint import (NEXT_DEFAULT_PINPOINTS, CheckpointError,  # noqa: E402
-                                     load_checkpoint, load_config)
-from era_tools.safetensors_io import load_file, save_file  # noqa: E402
-from make_tiny_llava import to_new_layout  # noqa: E402
+
+from era_tools.hf_checkpoint import (NEXT_DEFAULT_PINPOINTS, CheckpointError, load_checkpoint,
+                                     load_config)
+from era_tools.make_tiny_llava import to_new_layout
+from era_tools.safetensors_io import load_file, save_file
+from references import anyres_reference as ar
+from references import pil_reference
 
 CHECKPOINT = None  # set in main()
 EXPORTER = os.path.join(TOOLS, "export_llava.py")

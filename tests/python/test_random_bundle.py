@@ -21,8 +21,8 @@ import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(REPO, "tools")
-sys.path.insert(0, TOOLS)
-import make_random_bundle as mrb  # noqa: E402
+
+from era_tools import make_random_bundle as mrb
 
 MAKE = os.path.join(TOOLS, "make_random_bundle.py")
 SCRATCH = None  # set in main()

@@ -6,9 +6,7 @@ first BOS only, and put the image placeholder id between chunks.
 """
 import sentencepiece as spm
 
-VICUNA_V1_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. "
-                    "The assistant gives helpful, detailed, and polite answers to the user's questions.")
-IMAGE_PLACEHOLDER = "<image>"
+from era_tools.prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM  # noqa: F401 (re-exported)
 
 
 def vicuna_v1_prompt(question, system=VICUNA_V1_SYSTEM, with_image=True):

@@ -1,0 +1,369 @@
+"""Export an HF LLaVA-1.5 / LLaVA-NeXT checkpoint folder to an era bundle (BUNDLE_FORMAT.md).
+
+    export_llava.py --checkpoint DIR --out BUNDLE [--dtype float32|float16|bfloat16]
+                    [--attention auto|math|sdpa] [--name NAME]
+
+Steps: validate and load the checkpoint (era_tools.hf_checkpoint) -> build the eager modules in
+the target dtype -> torch.jit.script and save vision.pt / projector.pt / decoder.pt -> copy
+tokenizer.model -> write manifest.json -> reload every saved module with torch.jit.load and
+compare it with the eager module on a small random input (every exported method, both LAR kernel
+paths), and check that the reloaded decoder's two LAR paths agree.
+
+LLaVA-NeXT (model_type "llava_next", e.g. llava-hf/llava-v1.6-vicuna-7b-hf) gives a bundle with
+manifest arch "llava-next", image.aspect_ratio "anyres" and image.grid_pinpoints, and a projector.pt
+that also carries the learned `image_newline` [D] as a registered parameter. The vision and decoder
+modules are the same as LLaVA-1.5's (the vision tower takes the base crop and the tiles as one
+batch).
+
+Everything is written to a temporary folder next to BUNDLE and renamed into place only after the
+check passed, so a failed export never leaves a half bundle (an existing bundle is replaced only
+on success). User errors (missing folder, not LLaVA, missing / mis-shaped tensors, unreadable
+weights) print `export_llava: error: <message>` and exit 2; a failed numerical check exits 1.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+
+from .hf_checkpoint import CheckpointError, load_checkpoint
+from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
+from .prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM
+from .safetensors_io import WeightsFileError
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+FILES = {"vision": "vision.pt", "projector": "projector.pt", "decoder": "decoder.pt",
+         "tokenizer": "tokenizer.model"}
+# Scripted vs eager run the same kernels, so anything beyond rounding noise is a real bug.
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+# The two LAR kernel paths (augmented key vs additive mask) are different kernels: same maths,
+# different rounding.
+PATH_TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-2, torch.bfloat16: 1e-1}
+# Version of the decoder.pt / vision.pt calling convention (manifest exported_with.decoder_api):
+#   1 (no field): forward(embeds, positions, cache_pos, key_log_bias, k_cache, v_cache, last_only),
+#                 vision returns 3 tensors
+#   2: forward(..., v_cache, layer_bias_scale, lar_path, last_only), forward_with_attention(),
+#      vision returns 5 tensors (CLS and mean saliency); bundles exported since VisionZip
+#      support return 7 (+ CLS feature, head-mean keys): an additive change, readers accept both
+#      and only the VisionZip method needs the two extra outputs
+DECODER_API = 2
+
+
+class ExportError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+class CheckFailed(Exception):
+    """The reloaded TorchScript module disagrees with the eager one: exit status 1."""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", required=True,
+                   help="HF LLaVA-1.5 or LLaVA-NeXT (v1.6) checkpoint folder")
+    p.add_argument("--out", required=True, help="bundle folder to create (replaced if a bundle)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
+                   help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
+    p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
+    return p.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------------
+# manifest
+
+def make_manifest(ckpt, name, dtype_name, attention):
+    cfg, pre = ckpt.config, ckpt.preprocessor
+    v, t = cfg.vision, cfg.text
+    image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
+             "resample": pre.resample, "mean": pre.mean, "std": pre.std,
+             "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
+    if cfg.is_next:
+        # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
+        image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
+    return {
+        "format": "era-bundle",
+        "format_version": 1,
+        "arch": cfg.arch,
+        "model_name": name,
+        "dtype": dtype_name,
+        "exported_with": {"torch": torch.__version__, "attention": attention,
+                          "exporter": "tools/export_llava.py", "decoder_api": DECODER_API},
+        "files": dict(FILES),
+        "vision": {"image_size": v.image_size, "patch_size": v.patch_size,
+                   "num_patches": v.num_patches, "hidden_size": v.hidden_size,
+                   "num_heads": v.num_heads, "num_layers": v.num_layers,
+                   "intermediate_size": v.intermediate_size,
+                   "feature_layer": v.feature_layer, "layers_run": v.layers_run,
+                   "select_strategy": v.select_strategy},
+        "projector": {"in_features": v.hidden_size, "out_features": t.hidden_size,
+                      "act": cfg.projector_act},
+        "text": {"hidden_size": t.hidden_size, "num_layers": t.num_layers,
+                 "num_heads": t.num_heads, "num_kv_heads": t.num_kv_heads,
+                 "head_dim": t.head_dim, "cache_head_dim": t.cache_head_dim,
+                 "intermediate_size": t.intermediate_size, "vocab_size": t.vocab_size,
+                 "max_position_embeddings": t.max_position_embeddings,
+                 "rms_norm_eps": t.rms_norm_eps, "rope_theta": t.rope_theta},
+        "tokens": {"bos_id": ckpt.bos_id, "eos_id": ckpt.eos_id, "pad_id": cfg.pad_token_id,
+                   "image_token_id": cfg.image_token_id,
+                   "tokenizer_vocab_size": ckpt.tokenizer_vocab_size},
+        "image": image,
+        "prompt": {"template": "vicuna_v1", "system": VICUNA_V1_SYSTEM, "user_role": "USER",
+                   "assistant_role": "ASSISTANT", "sep": " ",
+                   "image_placeholder": IMAGE_PLACEHOLDER},
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# verification: reloaded TorchScript == eager on small random inputs
+
+def check_setup(dtype):
+    """Device and dtype to compare on. float16 matmuls are not implemented on CPU in older torch,
+    so without CUDA a float16 export is compared in float32 (this still checks that scripting
+    preserved the computation; only the precision differs)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu" and dtype == torch.float16:
+        return device, torch.float32
+    return device, dtype
+
+
+def probe_inputs(ckpt, device, dtype):
+    cfg = ckpt.config
+    g = torch.Generator().manual_seed(1234)
+    S, C = cfg.vision.image_size, cfg.vision.hidden_size
+    t = cfg.text
+    T0, S_max = 5, 8
+    crops = 3 if cfg.is_next else 1  # NeXT: base + tiles go through the tower as one batch
+    return {
+        "next": cfg.is_next,
+        "pixels": torch.randn(crops, 3, S, S, generator=g).to(device),
+        "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
+        "ids": torch.randint(0, t.vocab_size, (1, T0 + 3), generator=g).to(device),
+        "bias": (torch.rand(1, T0 + 3, generator=g) * 1.79).to(device),
+        "scales": (torch.rand(t.num_layers, generator=g) * 2.0).to(device),
+        "q": torch.randn(1, t.num_heads, 3, t.head_dim, generator=g).to(device, dtype),
+        "k": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
+        "v": torch.randn(1, t.num_heads, 7, t.head_dim, generator=g).to(device, dtype),
+        "k_bias": (torch.rand(1, 7, generator=g) * 1.79).to(device),
+        "cache_shape": (t.num_layers, 1, t.num_kv_heads, S_max, t.cache_head_dim),
+        "T0": T0,
+    }
+
+
+def run_vision(m, x):
+    return list(m(x["pixels"]))
+
+
+def run_projector(m, x):
+    """forward, plus (NeXT) the image_newline parameter, read through named_parameters so a
+    plain attribute (not a registered parameter) would not pass."""
+    out = [m(x["features"])]
+    if x["next"]:
+        params = dict(m.named_parameters())
+        if "image_newline" not in params:
+            raise CheckFailed("projector: `image_newline` is not a registered parameter")
+        out.append(params["image_newline"])
+    return out
+
+
+def decoder_pass(m, x, dtype, lar_path):
+    """Prefill (cache_pos 0, T0 tokens, all logits), a one-token decode step (last_only) and
+    forward_with_attention on a two-token chunk, with per-layer LAR scales, on a fresh cache."""
+    device, T0 = x["pixels"].device, x["T0"]
+    k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    emb = m.embed(x["ids"])
+    pos = torch.arange(T0 + 3, device=device).unsqueeze(0)
+    bias, sc = x["bias"], x["scales"]
+    prefill = m(emb[:, :T0], pos[:, :T0], 0, bias[:, :T0], k_cache, v_cache, sc, lar_path, False)
+    step = m(emb[:, T0:T0 + 1], pos[:, T0:T0 + 1], T0, bias[:, T0:T0 + 1], k_cache, v_cache, sc,
+             lar_path, True)
+    last, attn = m.forward_with_attention(emb[:, T0 + 1:], pos[:, T0 + 1:], T0 + 1,
+                                          bias[:, T0 + 1:], k_cache, v_cache, sc, lar_path)
+    return [prefill, step, last, attn, k_cache, v_cache]
+
+
+def range_pass(m, x, dtype):
+    """The in-decoder pruning pieces: run_range over [0, 1) with attention and [1, L) on gapped
+    positions (every other token), final_norm, logits; on a fresh cache."""
+    device, T0 = x["pixels"].device, x["T0"]
+    k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    emb = m.embed(x["ids"])[:, :T0]
+    pos = torch.arange(T0, device=device).unsqueeze(0)
+    bias, sc = x["bias"][:, :T0], x["scales"]
+    n = len(x["scales"])
+    low, attn = m.run_range(emb, pos, 0, bias, k_cache, v_cache, sc, 0, 0, 1, True)
+    keep = torch.arange(0, T0, 2, device=device)
+    high, _ = m.run_range(low[:, keep], pos[:, keep], 0, bias[:, keep], k_cache, v_cache, sc, 1,
+                          1, n, False)
+    return [low, attn, high, m.final_norm(high), m.logits(high, False), m.logits(high, True),
+            k_cache, v_cache]
+
+
+def run_decoder(m, x, dtype):
+    """embed, both LAR paths (decoder_pass), attend, the layer-range methods (range_pass)."""
+    emb = m.embed(x["ids"])
+    att = m.attend(x["q"], x["k"], x["v"], x["k_bias"], 2)
+    return ([emb] + decoder_pass(m, x, dtype, 0) + decoder_pass(m, x, dtype, 1) + [att]
+            + range_pass(m, x, dtype))
+
+
+def max_diff(ref, got):
+    return max(float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+               for a, b in zip(ref, got))
+
+
+def verify(paths, modules, ckpt, dtype):
+    device, check_dtype = check_setup(dtype)
+    note = ""
+    if check_dtype != dtype:
+        note = f" (compared in {str(check_dtype).replace('torch.', '')} on {device.type})"
+    x = probe_inputs(ckpt, device, check_dtype)
+    runners = {"vision": run_vision, "projector": run_projector,
+               "decoder": lambda m, inp: run_decoder(m, inp, check_dtype)}
+    refs = {}
+    with torch.no_grad():
+        for key in ("vision", "projector", "decoder"):
+            m = modules.pop(key).to(device=device, dtype=check_dtype)  # in place: already saved
+            refs[key] = runners[key](m, x)
+            del m  # keep one copy of the weights in memory, even for 7B models
+        for key in ("vision", "projector", "decoder"):
+            loaded = torch.jit.load(paths[key], map_location=device)
+            if check_dtype != dtype:
+                loaded = loaded.to(check_dtype)
+            got = runners[key](loaded, x)
+            del loaded
+            diff = max_diff(refs[key], got)
+            scale = max(1.0, max(float(r.float().abs().max()) for r in refs[key] if r.numel()))
+            tol = TOLERANCE[check_dtype] * scale
+            status = "ok" if diff <= tol else "FAILED"
+            print(f"export_llava: check {FILES[key]:<12} max abs diff {diff:.3g} "
+                  f"(tolerance {tol:.3g}){note}: {status}")
+            if diff > tol:
+                raise CheckFailed(f"{paths[key]}: reloaded TorchScript module differs from the "
+                                  f"eager module by {diff:.3g} (tolerance {tol:.3g})")
+            if key == "decoder":
+                check_lar_paths(got, paths[key], check_dtype, note)
+
+
+def check_lar_paths(outputs, path, dtype, note):
+    """The reloaded decoder's augmented-key and additive-mask paths must agree (logits, attention
+    logits and the caches they wrote). outputs: run_decoder's list."""
+    n = 6  # decoder_pass outputs
+    aug, mask = outputs[1:1 + n], outputs[1 + n:1 + 2 * n]
+    # each tensor against its own magnitude (the caches' bias channel is larger than the logits);
+    # report the pair closest to its tolerance
+    pairs = []
+    for a, b in zip(aug, mask):
+        scale = max(1.0, float(a.float().abs().max()) if a.numel() else 0.0)
+        pairs.append((max_diff([a], [b]), PATH_TOLERANCE[dtype] * scale))
+    diff, tol = max(pairs, key=lambda p: p[0] / p[1])
+    status = "ok" if diff <= tol else "FAILED"
+    print(f"export_llava: check {'LAR paths':<12} max abs diff {diff:.3g} "
+          f"(tolerance {tol:.3g}){note}: {status}")
+    if diff > tol:
+        raise CheckFailed(f"{path}: the augmented-key and additive-mask LAR paths differ by "
+                          f"{diff:.3g} (tolerance {tol:.3g})")
+
+
+# ------------------------------------------------------------------------------------------------
+
+def prepare_out(out):
+    """Refuse to replace anything that is not an era bundle (a typo must not delete a folder)."""
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.path.islink(out):
+            raise ExportError(f"{out}: exists and is not a folder")
+        if os.listdir(out) and not os.path.isfile(os.path.join(out, "manifest.json")):
+            raise ExportError(f"{out}: exists, is not empty and is not a bundle (no manifest.json); "
+                              f"refusing to replace it")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+
+
+def install(tmp, out):
+    """Move the finished bundle into place; an old bundle is removed only after the swap."""
+    old = None
+    if os.path.lexists(out):
+        old = f"{out}.old-{os.getpid()}"
+        os.rename(out, old)
+    os.rename(tmp, out)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export(args):
+    """export_llava.py's command: load and validate the checkpoint, then export_checkpoint()."""
+    ckpt = load_checkpoint(args.checkpoint)
+    print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
+          f"{len(ckpt.ignored)} unused tensor(s) ignored")
+    name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
+    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name)
+
+
+def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True):
+    """Build the eager modules from `ckpt` (a LlavaCheckpoint whose vision / projector / text
+    dicts hold the weights: loaded from a folder, or random from tools/make_random_bundle.py),
+    script and save them with the tokenizer and manifest, verify (unless check=False) and move the
+    bundle into place. The checkpoint's tensors are handed to the modules (ckpt is emptied) so a
+    7B model is held once."""
+    start = time.time()
+    try:
+        attention = resolve_attention(attention_mode)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    dtype = DTYPES[dtype_name]
+    out = os.path.abspath(out)
+    name = name or os.path.basename(os.path.normpath(out))
+    prepare_out(out)
+
+    with torch.no_grad():
+        modules = {"vision": build_vision(ckpt, dtype), "projector": build_projector(ckpt, dtype),
+                   "decoder": build_decoder(ckpt, dtype, attention)}
+    ckpt.vision, ckpt.projector, ckpt.text = {}, {}, {}  # the modules own the weights now
+
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=os.path.dirname(out))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700; a bundle is an ordinary folder
+    try:
+        paths = {k: os.path.join(tmp, FILES[k]) for k in FILES}
+        for key in ("vision", "projector", "decoder"):
+            scripted = torch.jit.script(modules[key])
+            scripted.save(paths[key])
+            del scripted
+        shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
+        with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
+            json.dump(make_manifest(ckpt, name, dtype_name, attention), f, indent=2)
+            f.write("\n")
+        if check:
+            verify(paths, modules, ckpt, dtype)
+        else:
+            print("export_llava: numerical check skipped")
+        modules.clear()
+        install(tmp, out)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"export_llava: wrote {out} (dtype {dtype_name}, attention {attention}, "
+          f"torch {torch.__version__}) in {time.time() - start:.1f} s")
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return export(args)
+    except (ExportError, CheckpointError, WeightsFileError) as e:
+        print(f"export_llava: error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"export_llava: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

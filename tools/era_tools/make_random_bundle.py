@@ -1,0 +1,171 @@
+"""Make a random-weight era bundle at real model sizes, straight from a configuration.
+
+    make_random_bundle.py --preset llava-1.5-7b|llava-1.5-13b|llava-next-7b|medium|medium-next|tiny
+                          --out BUNDLE [--dtype float16] [--seed 0] [--no-check]
+    make_random_bundle.py --config config.json --out BUNDLE ...   (an HF LLaVA config.json)
+
+For benchmarks (era_bench): speed and memory depend on the shapes, not on the weights, so a bundle
+with the real geometry of LLaVA-1.5-7B needs no 14 GB download. No checkpoint file is written: the
+configuration folder (config.json, tokenizer, preprocessor config) is made as
+tools/make_tiny_llava.py makes it, random tensors are drawn per part straight into the target dtype
+(make_tiny_llava's init_std, so the model is not degenerate) and handed to the same export path as
+tools/export_llava.py (export_checkpoint: TorchScript modules + manifest + numerical check).
+
+Memory: the weights are held once, in --dtype (7B in float16: ~14 GB). The export's numerical
+check runs float16 models in float32 on a CPU-only machine (2x the weights): pass --no-check for
+7B / 13B there. `medium` (real CLIP ViT-L/14-336 vision tower and projector input, a 2048-wide
+4-layer decoder with LLaMA's 32064-token vocabulary) runs on a laptop; `tiny` is the test size.
+The tokenizer is make_tiny_llava's 1000-piece model (token ids past it are never generated: their
+embedding and output rows are the mean row, as HF's resize_token_embeddings makes them).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import torch
+
+from . import make_tiny_llava as tiny
+from .export_llava import DTYPES, CheckFailed, ExportError, export_checkpoint
+from .hf_checkpoint import (CheckpointError, checkpoint_name, expected_shapes, load_checkpoint,
+                            load_config)
+
+CLIP_L_336 = {"vision_hidden": 1024, "vision_intermediate": 4096, "vision_heads": 16,
+              "vision_layers": 24}
+VICUNA_7B = {"text_hidden": 4096, "text_intermediate": 11008, "text_layers": 32, "text_heads": 32}
+VICUNA_13B = {"text_hidden": 5120, "text_intermediate": 13824, "text_layers": 40,
+              "text_heads": 40}
+LLAMA_VOCAB = 32064  # llava-hf's 32000 pieces + <image> + <pad>, padded to a multiple of 64
+TINY = {"vision_hidden": 64, "vision_intermediate": 128, "vision_heads": 4, "vision_layers": 4,
+        "text_hidden": 128, "text_intermediate": 256, "text_layers": 2, "text_heads": 4}
+PRESETS = {
+    "llava-1.5-7b": dict(arch="llava-1.5", vocab=LLAMA_VOCAB, max_pos=4096, **CLIP_L_336,
+                         **VICUNA_7B),
+    "llava-1.5-13b": dict(arch="llava-1.5", vocab=LLAMA_VOCAB, max_pos=4096, **CLIP_L_336,
+                          **VICUNA_13B),
+    "llava-next-7b": dict(arch="llava-next", vocab=LLAMA_VOCAB, max_pos=4096, **CLIP_L_336,
+                          **VICUNA_7B),
+    "medium": dict(arch="llava-1.5", vocab=LLAMA_VOCAB, max_pos=4096, **CLIP_L_336,
+                   text_hidden=2048, text_intermediate=5632, text_layers=4, text_heads=16),
+    "medium-next": dict(arch="llava-next", vocab=LLAMA_VOCAB, max_pos=4096, **CLIP_L_336,
+                        text_hidden=2048, text_intermediate=5632, text_layers=4, text_heads=16),
+    "tiny": dict(arch="llava-1.5", vocab=None, max_pos=2048, **TINY),
+    "tiny-next": dict(arch="llava-next", vocab=None, max_pos=4096, **TINY),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--preset", choices=sorted(PRESETS))
+    src.add_argument("--config", help="an HF LLaVA-1.5 / LLaVA-NeXT config.json")
+    p.add_argument("--out", required=True, help="bundle folder to create")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float16")
+    p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", help="model_name in the manifest (default: random-<preset>)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the export's TorchScript-vs-eager check (needs 2x the weights' "
+                        "memory for float16 on CPU)")
+    return p.parse_args(argv)
+
+
+def preset_config(preset, dtype, tok_vocab):
+    """An HF config.json dict for a preset, made by make_tiny_llava's make_config."""
+    spec = dict(PRESETS[preset])
+    arch, vocab, max_pos = spec.pop("arch"), spec.pop("vocab"), spec.pop("max_pos")
+    ns = argparse.Namespace(arch=arch, dtype=dtype, max_position_embeddings=max_pos,
+                            text_kv_heads=spec["text_heads"], **spec)
+    config = tiny.make_config(ns, tok_vocab)
+    if vocab:  # the real embedding / LM-head size (its FLOPs and memory are part of the model)
+        config["vocab_size"] = config["text_config"]["vocab_size"] = vocab
+    return config
+
+
+def write_config_folder(folder, config):
+    """config.json + tokenizer + preprocessor config: a checkpoint folder without weights."""
+    tiny.write_json(os.path.join(folder, "config.json"), config)
+    cfg = load_config(folder)  # validates (CheckpointError naming the field)
+    nxt = cfg.is_next
+    for name, obj in tiny.tokenizer_files(cfg.image_token_id, cfg.pad_token_id,
+                                          "LlavaNextProcessor" if nxt else "LlavaProcessor").items():
+        tiny.write_json(os.path.join(folder, name), obj)
+    tiny.write_json(os.path.join(folder, "preprocessor_config.json"),
+                    tiny.PREPROCESSOR_NEXT if nxt else tiny.PREPROCESSOR)
+
+
+def random_tensor(name, shape, dtype, gen, rows_per_chunk=4096):
+    """randn * std + mean (make_tiny_llava.init_std of the llava-hf name), drawn in float32
+    chunks of rows straight into a `dtype` tensor, so only the final tensor is ever whole."""
+    mean, std = tiny.init_std(name)
+    t = torch.empty(shape, dtype=dtype)
+    flat = t.view(shape[0], -1) if len(shape) > 1 else t.view(1, -1)
+    for i in range(0, flat.shape[0], rows_per_chunk):
+        j = min(i + rows_per_chunk, flat.shape[0])
+        flat[i:j] = torch.randn(j - i, flat.shape[1], generator=gen) * std + mean
+    return t
+
+
+def fill_random_weights(ckpt, dtype, seed):
+    """Give the weightless checkpoint random tensors of the shapes its config implies."""
+    gen = torch.Generator().manual_seed(seed)
+    n = 0
+    for part, shapes in expected_shapes(ckpt.config).items():
+        tensors = {}
+        for canon, shape in sorted(shapes.items()):  # fixed order -> deterministic
+            t = random_tensor(checkpoint_name(part, canon, "llava-hf"), shape, dtype, gen)
+            if canon in ("embed_tokens.weight", "lm_head.weight"):
+                # rows past the tokenizer: the mean row, so greedy decoding never emits them
+                t[ckpt.tokenizer_vocab_size:] = t[:ckpt.tokenizer_vocab_size].float().mean(0).to(dtype)
+            tensors[canon] = t
+            n += t.numel()
+        setattr(ckpt, part, tensors)
+    return n
+
+
+def make_bundle(args):
+    with tempfile.TemporaryDirectory(prefix="era-random-config-") as folder:
+        tok_path = os.path.join(folder, "tokenizer.model")
+        tiny.train_tokenizer(tok_path)
+        import sentencepiece as spm
+        tok_vocab = spm.SentencePieceProcessor(model_file=tok_path).get_piece_size()
+        if args.preset:
+            config = preset_config(args.preset, args.dtype, tok_vocab)
+        else:
+            try:
+                with open(args.config, "r", encoding="utf-8") as f:
+                    config = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ExportError(f"{args.config}: cannot read the config: {e}") from None
+            if not isinstance(config, dict):
+                raise ExportError(f"{args.config}: not a JSON object")
+        try:
+            write_config_folder(folder, config)
+        except CheckpointError as e:  # name the user's file, not the scratch copy
+            where = args.config or f"preset {args.preset}"
+            raise ExportError(str(e).replace(os.path.join(folder, "config.json"), where)) from None
+        ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
+        n = fill_random_weights(ckpt, DTYPES[args.dtype], args.seed)
+        print(f"make_random_bundle: {n / 1e9:.3f} B random parameters ({ckpt.config.arch}, "
+              f"text {ckpt.config.text.hidden_size} x {ckpt.config.text.num_layers} layers, "
+              f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
+        name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
+        return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
+                                 check=not args.no_check)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return make_bundle(args)
+    except (ExportError, CheckpointError) as e:
+        print(f"make_random_bundle: error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"make_random_bundle: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
