@@ -169,9 +169,9 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.resident_after_open = memory.current();
   report.model = session.info();
   report.threads = at::get_num_threads();
-  const Request first_request = make_request(options, configs.front());
-  report.input = session.prepare(first_request);
-  report.pixel_values = debug::pixel_values(session, first_request);
+  debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
+  report.pixel_values = prepared.pixel_values;
+  report.input = std::move(prepared);
   for (const auto& c : configs) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration));
   }

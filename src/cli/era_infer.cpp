@@ -159,8 +159,9 @@ int run(const Flags& f) {
   if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
   era::PreparedInput in;
   if (!f.dump_preprocessed.empty() || !f.dump_tokens.empty() || !f.save_viz.empty()) {
-    in = session.prepare(req);
-    if (!f.dump_preprocessed.empty()) era::write_npy(f.dump_preprocessed, era::debug::pixel_values(session, req));
+    era::debug::PreparedTensors prepared = era::debug::prepare(session, req);
+    if (!f.dump_preprocessed.empty()) era::write_npy(f.dump_preprocessed, prepared.pixel_values);
+    in = std::move(prepared);
     if (!f.dump_tokens.empty()) dump_tokens(f.dump_tokens, in);
   }
   if (!f.json) {

@@ -8,9 +8,14 @@
 
 namespace era::debug {
 
-// float32 [crops, 3, S, S]: every image crop of `request` after normalisation, in order (what
-// the vision tower gets; PreparedInput::crops are the same crops before it). Throws as
-// Session::prepare.
-torch::Tensor pixel_values(const Session& session, const Request& request);
+// Session::prepare's result and, from the same pass, the exact vision-tower input.
+struct PreparedTensors : PreparedInput {
+  // float32 [crops, 3, S, S]: every image crop after normalisation, in order (`crops` are the
+  // same crops before it).
+  torch::Tensor pixel_values;
+};
+
+// Session::prepare with the pixel tensor kept; throws as Session::prepare.
+PreparedTensors prepare(const Session& session, const Request& request);
 
 }  // namespace era::debug

@@ -45,8 +45,8 @@ struct MethodInfo {
   std::string name;     // as ReductionRequest::method spells it
   MethodStage stage = MethodStage::kNone;
   std::string summary;  // one line, for help texts
-  bool rectifies_attention = false;  // feeds per-token log b_k to the decoder (LAR)
-  bool uses_era_options = false;     // reads ReductionRequest::era
+  bool rectifies_attention = false;  // ERA and its ablations: reads ReductionRequest::era and
+                                     // feeds per-token log b_k to the decoder (LAR)
   std::vector<std::string> options;  // the BaselineOptions fields it reads
 };
 

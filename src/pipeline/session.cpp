@@ -254,9 +254,13 @@ ModelInfo Session::info() const {
   return i;
 }
 
-torch::Tensor debug::pixel_values(const Session& session, const Request& request) try {
+debug::PreparedTensors debug::prepare(const Session& session, const Request& request) try {
   const auto lock = SessionAccess::lock(session);
-  return prepare_request(SessionAccess::state(session), request).pixel_values;
+  PreparedRequest prepared = prepare_request(SessionAccess::state(session), request);
+  debug::PreparedTensors out;
+  static_cast<PreparedInput&>(out) = std::move(prepared.input);
+  out.pixel_values = std::move(prepared.pixel_values);
+  return out;
 } catch (...) {
   rethrow_as_era_error();
 }

@@ -109,7 +109,6 @@ MethodInfo info_of(const MethodSpec& m) {
   i.stage = m.stage;
   i.summary = m.summary;
   i.rectifies_attention = m.rectifies_attention();
-  i.uses_era_options = m.rectifies_attention();
   i.options = m.options;
   return i;
 }

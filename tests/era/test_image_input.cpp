@@ -1,11 +1,13 @@
 // era::Image: pixels and encoded bytes from memory go through exactly the preprocessing of a file.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "era/debug.h"
 #include "era/era.h"
-#include "prepared_input_util.h"
 #include "test_support.h"
 
 namespace era {
@@ -30,19 +32,30 @@ Request request_with(std::vector<Image> buffers, std::vector<std::string> files 
   return r;
 }
 
-void expect_same_input(const test::PreparedWithPixels& a, const test::PreparedWithPixels& b) {
+// Byte-identical crops (the uint8 RGB images before normalisation).
+bool same_crops(const PreparedInput& a, const PreparedInput& b) {
+  if (a.crops.size() != b.crops.size()) return false;
+  for (size_t i = 0; i < a.crops.size(); ++i) {
+    const Image &x = a.crops[i], &y = b.crops[i];
+    if (x.width() != y.width() || x.height() != y.height() || x.size_bytes() != y.size_bytes()) return false;
+    if (std::memcmp(x.data(), y.data(), x.size_bytes()) != 0) return false;
+  }
+  return true;
+}
+
+void expect_same_input(const debug::PreparedTensors& a, const debug::PreparedTensors& b) {
   EXPECT_EQ(a.token_ids, b.token_ids);
   EXPECT_EQ(a.image_sizes, b.image_sizes);
   ASSERT_EQ(a.pixel_values.sizes(), b.pixel_values.sizes());
   EXPECT_TRUE(torch::equal(a.pixel_values, b.pixel_values));  // bit-identical, not merely close
-  EXPECT_TRUE(test::same_crops(a, b));
+  EXPECT_TRUE(same_crops(a, b));
 }
 
 // The pixels OpenCV decodes from sample.png, handed over in every layout, give the file's inputs
 // and the file's answer.
 TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   const auto from_file = request_with({}, {sample_png()});
-  const test::PreparedWithPixels want = test::prepare_with_pixels(session(), from_file);
+  const debug::PreparedTensors want = debug::prepare(session(), from_file);
   const Result want_answer = session().generate(from_file);
 
   const cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
@@ -68,7 +81,7 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   for (const auto& [name, image] : images) {
     SCOPED_TRACE(name);
     const auto request = request_with({image});
-    expect_same_input(test::prepare_with_pixels(session(), request), want);
+    expect_same_input(debug::prepare(session(), request), want);
     const Result answer = session().generate(request);
     EXPECT_EQ(answer.tokens, want_answer.tokens);
     EXPECT_EQ(answer.text, want_answer.text);
@@ -80,7 +93,7 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
 TEST(ImageInput, EncodedBytesEqualTheFile) {
   const std::string bytes = test::read_file(sample_png());
   const auto image = Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "upload.png");
-  expect_same_input(test::prepare_with_pixels(session(), request_with({image})), test::prepare_with_pixels(session(), request_with({}, {sample_png()})));
+  expect_same_input(debug::prepare(session(), request_with({image})), debug::prepare(session(), request_with({}, {sample_png()})));
 }
 
 // Grey is replicated into three equal channels, as PIL's convert("RGB").
@@ -88,8 +101,8 @@ TEST(ImageInput, GreyIsReplicated) {
   const cv::Mat grey = cv::imread(sample_png(), cv::IMREAD_GRAYSCALE);
   cv::Mat rgb;
   cv::cvtColor(grey, rgb, cv::COLOR_GRAY2RGB);
-  const auto a = test::prepare_with_pixels(session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
-  const auto b = test::prepare_with_pixels(session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
+  const auto a = debug::prepare(session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
+  const auto b = debug::prepare(session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
   expect_same_input(a, b);
 }
 
@@ -97,10 +110,10 @@ TEST(ImageInput, GreyIsReplicated) {
 TEST(ImageInput, PixelsAreCopied) {
   cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
   const Image image = Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8);
-  const auto before = test::prepare_with_pixels(session(), request_with({image}));
+  const auto before = debug::prepare(session(), request_with({image}));
   bgr.setTo(cv::Scalar(0, 0, 0));
   bgr.release();
-  expect_same_input(test::prepare_with_pixels(session(), request_with({image})), before);
+  expect_same_input(debug::prepare(session(), request_with({image})), before);
   EXPECT_EQ(image.source(), Image::Source::kPixels);
   EXPECT_EQ(image.size_bytes(), static_cast<size_t>(image.width()) * image.height() * 3);
 }
@@ -112,15 +125,15 @@ TEST(ImageInput, FilesThenBuffersFillThePlaceholdersInOrder) {
   auto r = request_with({buffer}, {sample_png()});
   r.use_template = false;
   r.prompt = "USER: <image> and <image> ASSISTANT:";
-  const auto in = test::prepare_with_pixels(session(), r);
+  const auto in = debug::prepare(session(), r);
   ASSERT_EQ(in.image_sizes.size(), 2u);
-  const auto png = test::prepare_with_pixels(session(), request_with({}, {sample_png()}));
+  const auto png = debug::prepare(session(), request_with({}, {sample_png()}));
   EXPECT_EQ(in.image_sizes[0], png.image_sizes[0]);
   EXPECT_EQ(in.image_sizes[1], (std::array<int64_t, 2>{20, 30}));
   EXPECT_TRUE(torch::equal(in.pixel_values[0], png.pixel_values[0]));
   r.image_buffers.push_back(buffer);  // three images, two placeholders
   try {
-    test::prepare_with_pixels(session(), r);
+    debug::prepare(session(), r);
     FAIL() << "a placeholder mismatch must throw";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kPrompt);
@@ -146,7 +159,7 @@ TEST(ImageInput, BadBuffersAreRefused) {
   expect_image_error([] { Image::from_encoded(nullptr, 0, "upload.png"); }, "upload.png");
   const std::string junk = "not an image at all";
   const auto bad = Image::from_encoded(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), "upload.png");
-  expect_image_error([&] { test::prepare_with_pixels(session(), request_with({bad})); }, "upload.png");
+  expect_image_error([&] { debug::prepare(session(), request_with({bad})); }, "upload.png");
   expect_image_error([&] { session().generate(request_with({Image::from_file("/no/such.png")})); }, "/no/such.png");
 
   // The Session's own pixel limit applies to buffers as it does to files.
@@ -154,7 +167,7 @@ TEST(ImageInput, BadBuffersAreRefused) {
   small.max_image_pixels = 99;
   Session limited = Session::open(test::bundle_dir(), small);
   const auto ok = Image::from_pixels(pixels.data(), 10, 10, 30, PixelFormat::kRGB8);
-  expect_image_error([&] { test::prepare_with_pixels(limited, request_with({ok})); }, "100");
+  expect_image_error([&] { debug::prepare(limited, request_with({ok})); }, "100");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "era/era.h"
-#include "prepared_input_util.h"
+#include "era/debug.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -66,7 +66,7 @@ TEST(Session, CallbackCancelsWithinOneToken) {
 }
 
 TEST(Session, PrepareGivesThePillowPixelsAndTheReferenceIds) {
-  const auto in = test::prepare_with_pixels(session(), sample_request(1));
+  const auto in = debug::prepare(session(), sample_request(1));
   EXPECT_TRUE(torch::equal(in.pixel_values, read_npy(test::testdata_dir() + "/logits/pixel_values.npy")));
   EXPECT_EQ(std::count(in.token_ids.begin(), in.token_ids.end(), in.image_token_id), 1);
 }

@@ -13,7 +13,7 @@
 #include "family/llava_next/anyres_packing.h"
 #include "family/vision_input.h"
 #include "runtime/sequence.h"
-#include "prepared_input_util.h"
+#include "era/debug.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -35,7 +35,7 @@ TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   Request req;
   req.images = {test::source_dir() + "/tests/data/sample.png"};
   req.prompt = "What is shown in this image?";
-  const auto in = test::prepare_with_pixels(session, req);
+  const auto in = debug::prepare(session, req);
   const auto pixels = read_npy(ref("pixel_values.npy"));
   ASSERT_EQ(in.pixel_values.sizes(), pixels.sizes());
   EXPECT_TRUE(torch::equal(in.pixel_values, pixels));  // Pillow-exact anyres crops

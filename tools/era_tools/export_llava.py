@@ -241,12 +241,8 @@ def verify(paths, modules, ckpt, dtype):
             diff = max_diff(refs[key], got)
             scale = max(1.0, max(float(r.float().abs().max()) for r in refs[key] if r.numel()))
             tol = TOLERANCE[check_dtype] * scale
-            status = "ok" if diff <= tol else "FAILED"
-            print(f"export_llava: check {FILES[key]:<12} max abs diff {diff:.3g} "
-                  f"(tolerance {tol:.3g}){note}: {status}")
-            if diff > tol:
-                raise CheckFailed(f"{paths[key]}: reloaded TorchScript module differs from the "
-                                  f"eager module by {diff:.3g} (tolerance {tol:.3g})")
+            report_check(FILES[key], diff, tol, note,
+                         f"{paths[key]}: reloaded TorchScript module differs from the eager module by")
             if key == "decoder":
                 check_lar_paths(got, paths[key], check_dtype, note)
 
@@ -263,12 +259,15 @@ def check_lar_paths(outputs, path, dtype, note):
         scale = max(1.0, float(a.float().abs().max()) if a.numel() else 0.0)
         pairs.append((max_diff([a], [b]), PATH_TOLERANCE[dtype] * scale))
     diff, tol = max(pairs, key=lambda p: p[0] / p[1])
+    report_check("LAR paths", diff, tol, note, f"{path}: the augmented-key and additive-mask LAR paths differ by")
+
+
+def report_check(label, diff, tol, note, failure):
+    """Prints one check line; raises CheckFailed("<failure> <diff> (tolerance <tol>)") past tol."""
     status = "ok" if diff <= tol else "FAILED"
-    print(f"export_llava: check {'LAR paths':<12} max abs diff {diff:.3g} "
-          f"(tolerance {tol:.3g}){note}: {status}")
+    print(f"export_llava: check {label:<12} max abs diff {diff:.3g} (tolerance {tol:.3g}){note}: {status}")
     if diff > tol:
-        raise CheckFailed(f"{path}: the augmented-key and additive-mask LAR paths differ by "
-                          f"{diff:.3g} (tolerance {tol:.3g})")
+        raise CheckFailed(f"{failure} {diff:.3g} (tolerance {tol:.3g})")
 
 
 # ------------------------------------------------------------------------------------------------
