@@ -25,6 +25,8 @@ install(FILES ${ERA_PUBLIC_HEADERS} ${CMAKE_BINARY_DIR}/generated/public/era/ver
 
 install(EXPORT era-targets NAMESPACE era:: DESTINATION ${ERA_CMAKE_DIR})
 set(ERA_SHIM_INSTALL_RELDIR ${CMAKE_INSTALL_LIBDIR}/era)
+# era-config.cmake looks for the very LibTorch this build used (see the comment there).
+get_filename_component(ERA_TORCH_PREFIX "${TORCH_INSTALL_PREFIX}" REALPATH)
 configure_package_config_file(cmake/era-config.cmake.in ${CMAKE_BINARY_DIR}/package/era-config.cmake
   INSTALL_DESTINATION ${ERA_CMAKE_DIR} PATH_VARS ERA_SHIM_INSTALL_RELDIR)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/era-config-version.cmake
@@ -37,11 +39,20 @@ install(FILES ${CMAKE_BINARY_DIR}/package/era-config.cmake ${CMAKE_BINARY_DIR}/p
 # (Debian: /usr/lib/x86_64-linux-gnu), and so are the three OpenCV modules the library links.
 get_filename_component(ERA_TORCH_LIBDIR "${TORCH_LIBRARY}" DIRECTORY)
 set(ERA_PC_TORCH_CFLAGS "${TORCH_CXX_FLAGS}")  # the ABI flag only: era's headers need no LibTorch
-set(ERA_PC_TORCH_LIBS "-L${ERA_TORCH_LIBDIR} -Wl,--no-as-needed -ltorch -ltorch_cpu")
+set(ERA_PC_TORCH_LIBS "${ERA_STDCXX_FIRST} -L${ERA_TORCH_LIBDIR}")
+# A LibTorch outside the system folders (the PyPI route's wheel) must be found at run time too.
+if(NOT ERA_TORCH_LIBDIR MATCHES "^/usr/lib")
+  string(APPEND ERA_PC_TORCH_LIBS " -Wl,-rpath,${ERA_TORCH_LIBDIR}")
+endif()
+string(APPEND ERA_PC_TORCH_LIBS " -Wl,--no-as-needed -ltorch -ltorch_cpu")
 if(TARGET torch_cuda)
   string(APPEND ERA_PC_TORCH_LIBS " -ltorch_cuda")
 endif()
-string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10 -lopencv_imgcodecs -lopencv_imgproc -lopencv_core")
+string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10")
+if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counters
+  string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
+endif()
+string(APPEND ERA_PC_TORCH_LIBS " -lopencv_imgcodecs -lopencv_imgproc -lopencv_core")
 # The prefix is taken from where era.pc lies, so the tree works wherever it is installed or moved.
 file(RELATIVE_PATH ERA_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" ERA_PC_TO_PREFIX "${ERA_PC_TO_PREFIX}")

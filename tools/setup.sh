@@ -1,19 +1,46 @@
 #!/usr/bin/env bash
-# Installs era's Debian dependencies (only those missing) and builds it into build/.
-# Used by tools/demo.sh, tools/test.sh and CI; safe to re-run.
+# Installs what era needs (only what is missing) and builds it. Safe to re-run.
+#
+#   tools/setup.sh [--route debian|pypi|all]     (default: debian)
+#
+# Two LibTorch routes, each with its own build folder:
+#   debian  Debian's packages: LibTorch 1.13 (CPU) and python3-torch.        -> build/
+#   pypi    PyTorch 2.11 from the Python package index in a virtual environment
+#           (.venv-torch2, pins in tools/requirements-pypi.txt); era builds against the wheel's
+#           bundled, CUDA-enabled LibTorch, and the Hugging Face parity tests run. -> build-torch2/
+# Used by tools/demo.sh (debian), tools/test.sh (both) and CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+route=debian
+while (($#)); do
+  case "$1" in
+    --route) route=${2:-}; shift 2 || { echo "setup.sh: --route needs a value" >&2; exit 2; } ;;
+    --route=*) route=${1#--route=}; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all)" >&2; exit 2 ;;
+  esac
+done
+case "$route" in
+  debian|pypi|all) ;;
+  *) echo "setup.sh: --route must be debian, pypi or all, got '$route'" >&2; exit 2 ;;
+esac
+
+# Both routes: the compiler, and the C++ libraries era uses besides LibTorch.
 # xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
 # (xvfb-run) and takes a real screenshot of its window (import / xwd).
-# libopenblas0-pthread: Debian's LibTorch calls the system libblas.so.3, which is the scalar
-# reference BLAS unless OpenBLAS is installed to take over that alternative (several times
-# faster matmuls, for the C++ side and for the exporter's Python alike).
 PACKAGES=(build-essential cmake pkg-config
-          libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece libopenblas0-pthread
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
           libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev
           xvfb xauth imagemagick x11-apps)
+# Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
+# libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
+# (several times faster matmuls, for the C++ side and the exporter alike).
+DEBIAN_ROUTE=(libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece
+              libopenblas0-pthread)
+PYPI_ROUTE=(python3-venv)
+[ "$route" = pypi ] || PACKAGES+=("${DEBIAN_ROUTE[@]}")
+[ "$route" = debian ] || PACKAGES+=("${PYPI_ROUTE[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,5 +54,38 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DERA_PYTHON=/usr/bin/python3 > build.log 2>&1 || { cat build.log; exit 1; }
-cmake --build build -j "$(nproc)" 2>&1 | tail -n 5
+# configure_and_build BUILD_DIR LOG CMAKE_ARGS...: configure and build into BUILD_DIR. LOG keeps
+# the configure output, BUILD_DIR/build-output.log the compiler's; on failure the errors are shown.
+configure_and_build() {
+  local dir=$1 log=$2; shift 2
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$log" 2>&1 || { cat "$log"; exit 1; }
+  if ! cmake --build "$dir" -j "$(nproc)" > "$dir/build-output.log" 2>&1; then
+    grep -E -A5 "error|Error" "$dir/build-output.log" | head -n 80
+    echo "era setup: building $dir failed (whole log: $dir/build-output.log)" >&2
+    exit 1
+  fi
+  tail -n 2 "$dir/build-output.log"
+}
+
+if [ "$route" != pypi ]; then
+  echo "era setup: route debian (LibTorch 1.13 from Debian) -> build/"
+  configure_and_build build build.log -DERA_PYTHON=/usr/bin/python3
+fi
+
+if [ "$route" != debian ]; then
+  VENV=.venv-torch2
+  REQ=tools/requirements-pypi.txt
+  echo "era setup: route pypi (PyTorch from PyPI, $(grep -m1 '^torch==' "$REQ")) -> build-torch2/"
+  # The venv is (re)made from scratch when the pins change: a stamp holds the requirements it has.
+  if ! cmp -s "$REQ" "$VENV/era-requirements.txt"; then
+    rm -rf "$VENV"
+    /usr/bin/python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ"
+    cp "$REQ" "$VENV/era-requirements.txt"
+  fi
+  TORCH_DIR=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  # ERA_HF_PARITY=ON: configuring fails if the venv cannot import transformers, so the parity
+  # tests can never be skipped silently on this route.
+  configure_and_build build-torch2 build-torch2.log -DCMAKE_PREFIX_PATH="$TORCH_DIR" \
+    -DERA_PYTHON="$PWD/$VENV/bin/python" -DERA_HF_PARITY=ON -DERA_REQUIRE_CUDA=ON
+fi

@@ -1,7 +1,45 @@
 #!/usr/bin/env bash
-# The whole test suite: install + build, then ctest (Python fixtures make the tiny checkpoint,
-# the bundle and the Pillow / sentencepiece / eager-PyTorch references first).
+# The whole test suite, on both LibTorch routes (what CI runs):
+#
+#   tools/test.sh [--route debian|pypi|all] [CTEST_ARGS...]      (default: all)
+#
+# For each route: install + build (tools/setup.sh --route R), then ctest in that route's build
+# folder (build/ for debian, build-torch2/ for pypi). Python fixtures make the tiny checkpoints,
+# bundles and references first. Every route runs even when an earlier one failed; the exit status
+# is 0 only if all passed. CTEST_ARGS go to every ctest run (e.g. -R Prompt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
+
+route=all
+args=()
+while (($#)); do
+  case "$1" in
+    --route) route=${2:-}; shift 2 || { echo "test.sh: --route needs a value" >&2; exit 2; } ;;
+    --route=*) route=${1#--route=}; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+case "$route" in
+  debian) routes=(debian) ;;
+  pypi) routes=(pypi) ;;
+  all) routes=(debian pypi) ;;
+  *) echo "test.sh: --route must be debian, pypi or all, got '$route'" >&2; exit 2 ;;
+esac
+
+declare -A build_dir=([debian]=build [pypi]=build-torch2)
+summary=()
+status=0
+for r in "${routes[@]}"; do
+  start=$SECONDS
+  rc=0
+  bash tools/setup.sh --route "$r" || rc=$?
+  built=$((SECONDS - start))
+  if [ "$rc" -eq 0 ]; then
+    ctest --test-dir "${build_dir[$r]}" --output-on-failure -j "$(nproc)" ${args[@]+"${args[@]}"} || rc=$?
+  fi
+  summary+=("route $r: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) (set-up + build $((built / 60)) min $((built % 60)) s, tests $(((SECONDS - start - built) / 60)) min $(((SECONDS - start - built) % 60)) s)")
+  [ "$rc" -eq 0 ] || status=1
+done
+printf '%s\n' "${summary[@]}"
+exit "$status"

@@ -7,7 +7,7 @@
 #include <malloc.h>
 #endif
 
-#include "util/compat.h"
+#include "util/device.h"
 
 namespace era::bench {
 
@@ -24,20 +24,18 @@ int64_t proc_status_bytes(const std::string& field) {
 }
 
 MemoryProbe::MemoryProbe(const std::string& device) {
-  if (device.rfind("cuda", 0) == 0) {
-    cuda_ = compat::cuda_memory_stats_available();
-    const auto colon = device.find(':');
-    if (colon != std::string::npos) device_index_ = std::stoi(device.substr(colon + 1));
-  }
+  const torch::Device d = device::resolve(device);  // a bad or unusable name fails here, clearly
+  cuda_ = device::allocator_stats_available(d);
+  if (cuda_) device_ = d;
 }
 
 int64_t MemoryProbe::current() const {
-  return cuda_ ? compat::cuda_allocated_bytes(device_index_) : proc_status_bytes("VmRSS");
+  return cuda_ ? device::allocated_bytes(device_) : proc_status_bytes("VmRSS");
 }
 
 bool MemoryProbe::reset_peak() {
   if (cuda_) {
-    compat::reset_cuda_peak_memory(device_index_);
+    device::reset_peak_memory(device_);
     return true;
   }
 #if defined(__GLIBC__)
@@ -51,11 +49,11 @@ bool MemoryProbe::reset_peak() {
 }
 
 int64_t MemoryProbe::peak() const {
-  return cuda_ ? compat::cuda_peak_allocated_bytes(device_index_) : proc_status_bytes("VmHWM");
+  return cuda_ ? device::peak_allocated_bytes(device_) : proc_status_bytes("VmHWM");
 }
 
 std::string MemoryProbe::what() const {
-  return cuda_ ? "CUDA allocator, device " + std::to_string(device_index_) : "CPU resident set (VmRSS / VmHWM)";
+  return cuda_ ? "CUDA allocator, device " + device_.str() : "CPU resident set (VmRSS / VmHWM)";
 }
 
 }  // namespace era::bench

@@ -7,14 +7,17 @@
 // the peak measured after it belongs to what runs after it. Where the reset is refused the
 // readings say so (peak_is_per_configuration = false) rather than report a lifetime peak as one
 // configuration's.
-// CUDA: the caching allocator's allocated-bytes counters (util/compat.h), reset per configuration.
+// CUDA: the caching allocator's allocated-bytes counters (util/device.h), reset per configuration.
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
 
 namespace era::bench {
 
 struct MemoryProbe {
-  // device: "cpu", "cuda" or "cuda:N" (as SessionOptions::device).
+  // device: "cpu", "cuda" or "cuda:N" (as SessionOptions::device); an unknown or unusable device
+  // throws era::Error (util/device.h's resolve).
   explicit MemoryProbe(const std::string& device);
 
   // Bytes resident now: RSS on CPU, allocated by tensors on CUDA.
@@ -29,7 +32,7 @@ struct MemoryProbe {
 
  private:
   bool cuda_ = false;
-  int device_index_ = 0;
+  torch::Device device_{torch::kCPU};
 };
 
 // One field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 where unavailable.

@@ -20,23 +20,11 @@
 #include "runtime/generator.h"
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
-#include "util/compat.h"
+#include "util/device.h"
 #include "util/stopwatch.h"
 
 namespace era {
 namespace {
-
-torch::Device parse_device(const std::string& name) {
-  try {
-    torch::Device device(name);
-    if (device.is_cuda() && !compat::cuda_available()) {
-      throw Error(ErrorCode::kInvalidArgument, "device '" + name + "' requested but this LibTorch build has no usable CUDA device");
-    }
-    return device;
-  } catch (const c10::Error&) {
-    throw Error(ErrorCode::kInvalidArgument, "unknown device '" + name + "' (use cpu, cuda or cuda:N)");
-  }
-}
 
 // Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
 std::string strip(const std::string& s) {
@@ -54,9 +42,13 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   st.preprocess_ms = clock.lap_ms();
   ReducedImages images;
   if (prepared.pixel_values.size(0) > 0) {
+    // A GPU runs the stages asynchronously: wait for each before reading the clock, or its time
+    // would be billed to the next stage (which waits for it).
     const VisionOutput vision = impl.vision->encode(prepared.pixel_values);
+    device::synchronize(impl.bundle.device);
     st.vision_ms = clock.lap_ms();
     images = reduce_images(impl, vision, prepared.input, request);
+    device::synchronize(impl.bundle.device);
     st.reduce_ms = clock.lap_ms();
   }
   PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, images.tokens);
@@ -99,7 +91,7 @@ Session::~Session() = default;
 Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
   if (options.num_threads < 0) throw Error(ErrorCode::kInvalidArgument, "num_threads must be >= 0");
   if (options.num_threads > 0) at::set_num_threads(options.num_threads);
-  const auto device = parse_device(options.device);
+  const auto device = device::resolve(options.device);
   std::optional<torch::ScalarType> dtype;
   if (!options.dtype.empty()) dtype = parse_dtype(options.dtype);
 

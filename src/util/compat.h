@@ -2,18 +2,13 @@
 // LibTorch version differences live here and nowhere else.
 //
 // Debian ships LibTorch 1.13 (CPU); GPU machines use LibTorch 2.x with CUDA. Code outside this
-// header never tests TORCH_VERSION_* itself.
+// header never tests TORCH_VERSION_* itself. (What differs between CUDA and CPU-only builds lives in
+// util/device.h.)
 #include <torch/script.h>
-#include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <cstdint>
 #include <optional>
-
-// CMake defines ERA_WITH_CUDA_ALLOCATOR when LibTorch was built with CUDA (target c10_cuda).
-#if defined(ERA_WITH_CUDA_ALLOCATOR)
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 #define ERA_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -36,48 +31,6 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
   auto scores = at::matmul(q.to(at::kFloat), k.to(at::kFloat).transpose(-2, -1)) * scale;
   if (mask) scores = scores + mask->to(at::kFloat);
   return at::matmul(at::softmax(scores, -1), v.to(at::kFloat)).to(q.scalar_type());
-#endif
-}
-
-// True when this LibTorch build can run on a CUDA device right now.
-inline bool cuda_available() { return torch::cuda::is_available(); }
-
-// The CUDA caching allocator's byte counters for one device (all pools): what tensors hold now,
-// and the most they held since the last reset_cuda_peak_memory. False / 0 without CUDA.
-// (1.13 takes an int device, 2.x a c10::DeviceIndex; both name the stat index 0 "aggregate".)
-inline bool cuda_memory_stats_available() {
-#if defined(ERA_WITH_CUDA_ALLOCATOR)
-  return cuda_available();
-#else
-  return false;
-#endif
-}
-inline void reset_cuda_peak_memory(int device) {
-#if defined(ERA_WITH_CUDA_ALLOCATOR)
-  torch::cuda::synchronize(device);
-  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
-#else
-  (void)device;
-#endif
-}
-inline int64_t cuda_peak_allocated_bytes(int device) {
-#if defined(ERA_WITH_CUDA_ALLOCATOR)
-  torch::cuda::synchronize(device);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
-  return stats.allocated_bytes[0].peak;
-#else
-  (void)device;
-  return 0;
-#endif
-}
-inline int64_t cuda_allocated_bytes(int device) {
-#if defined(ERA_WITH_CUDA_ALLOCATOR)
-  torch::cuda::synchronize(device);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
-  return stats.allocated_bytes[0].current;
-#else
-  (void)device;
-  return 0;
 #endif
 }
 

@@ -201,6 +201,18 @@ TEST(EraInferErrors, UnknownEraOption) {
   expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --era-set gamma=2")), "gamma");
 }
 
+// No machine CI runs on has a GPU: --device cuda is refused before anything loads, with the
+// reason (CPU-only LibTorch, or no GPU visible), exit 2. util/device's tests cover the wording.
+TEST(EraInferErrors, CudaDeviceWithoutCuda) {
+  const auto r = test::run_command(infer("--image " + sample_png() + " -p hi --device cuda"));
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a usable CUDA device";
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  expect_clean_error(r, "device 'cuda' requested");
+  const auto bad = test::run_command(infer("--image " + sample_png() + " -p hi --device tpu"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  expect_clean_error(bad, "unknown device 'tpu'");
+}
+
 TEST(EraInferErrors, MissingImage) {
   expect_clean_error(test::run_command(infer("--image /no/such/image.png -p hi")), "/no/such/image.png");
 }
