@@ -24,7 +24,8 @@ std::string LlavaFamilyBase::format_prompt(const std::string& question, int num_
 }
 
 std::vector<int64_t> LlavaFamilyBase::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
-  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id);
+  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
+                              manifest_.tokens.added_tokens);
 }
 
 torch::Tensor LlavaFamilyBase::normalize(const cv::Mat& crop) const { return normalize_to_chw(crop, clip_); }

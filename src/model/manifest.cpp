@@ -95,6 +95,11 @@ Manifest read_manifest(const std::string& bundle_dir) {
   t.intermediate_size = field<int64_t>(j, "text.intermediate_size", path);
   t.vocab_size = field<int64_t>(j, "text.vocab_size", path);
   t.max_position_embeddings = field<int64_t>(j, "text.max_position_embeddings", path);
+  // null or absent: no window (LLaMA; Mistral-7B-Instruct-v0.2 sets null)
+  if (j["text"].contains("sliding_window") && !j["text"]["sliding_window"].is_null()) {
+    t.sliding_window = field<int64_t>(j, "text.sliding_window", path);
+    require(t.sliding_window > 0, path, "text.sliding_window must be positive or null");
+  }
   require(t.cache_head_dim > t.head_dim && t.cache_head_dim % 8 == 0, path,
           "text.cache_head_dim must exceed head_dim and be a multiple of 8");
   require(m.projector_in == v.hidden_size && m.projector_out == t.hidden_size, path,
@@ -107,6 +112,26 @@ Manifest read_manifest(const std::string& bundle_dir) {
   k.image_token_id = field<int64_t>(j, "tokens.image_token_id", path);
   k.tokenizer_vocab_size = field<int64_t>(j, "tokens.tokenizer_vocab_size", path);
   require(k.image_token_id >= 0 && k.image_token_id < t.vocab_size, path, "tokens.image_token_id is outside the vocabulary");
+  k.stop_ids = j["tokens"].contains("stop_ids") ? field<std::vector<int64_t>>(j, "tokens.stop_ids", path)
+                                                 : std::vector<int64_t>{k.eos_id};
+  require(!k.stop_ids.empty(), path, "tokens.stop_ids is empty");
+  for (const int64_t id : k.stop_ids) {
+    require(id >= 0 && id < t.vocab_size, path, "tokens.stop_ids: " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (j["tokens"].contains("added_tokens")) {
+    const auto& list = j["tokens"]["added_tokens"];
+    require(list.is_array(), path, "tokens.added_tokens must be a list of {content, id}");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string item = "tokens.added_tokens[" + std::to_string(i) + "]";
+      require(list[i].is_object() && list[i].contains("content") && list[i]["content"].is_string() &&
+                  list[i].contains("id") && list[i]["id"].is_number_integer(),
+              path, item + " must be {\"content\": string, \"id\": integer}");
+      AddedToken tok{list[i]["content"].get<std::string>(), list[i]["id"].get<int64_t>()};
+      require(!tok.content.empty(), path, item + ".content is empty");
+      require(tok.id >= 0 && tok.id < t.vocab_size, path, item + ".id " + std::to_string(tok.id) + " is outside the vocabulary");
+      k.added_tokens.push_back(tok);
+    }
+  }
 
   auto& im = m.image;
   // The one place the layout is read as a string; the model family checks it fits its arch.
@@ -128,9 +153,17 @@ Manifest read_manifest(const std::string& bundle_dir) {
   im.pad_color = field<std::array<uint8_t, 3>>(j, "image.pad_color", path);
   require(im.size == v.image_size, path, "image.size differs from vision.image_size");
 
+  // An unknown template must not be prompted in some other style: the answers would be garbage.
+  const std::string tmpl_name = field<std::string>(j, "prompt.template", path);
+  if (!find_prompt_template(tmpl_name, &m.prompt)) {
+    std::string known;
+    for (const auto& n : known_prompt_templates()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(ErrorCode::kBundle, path + ": prompt.template '" + tmpl_name + "' is not one this build knows (" + known + ")");
+  }
   auto& p = m.prompt;
-  p.name = field<std::string>(j, "prompt.template", path);
-  p.system = field<std::string>(j, "prompt.system", path);
+  // vicuna_v1 has no system text of its own worth guessing: the exporter always writes it.
+  p.system = p.style == TemplateStyle::kVicunaV1 || j["prompt"].contains("system")
+                 ? field<std::string>(j, "prompt.system", path) : p.system;
   p.user_role = j["prompt"].value("user_role", p.user_role);
   p.assistant_role = j["prompt"].value("assistant_role", p.assistant_role);
   p.sep = j["prompt"].value("sep", p.sep);

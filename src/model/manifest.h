@@ -32,6 +32,15 @@ struct TextSpec {
   int64_t intermediate_size = 0;
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
+  // Mistral's sliding attention window (text.sliding_window; 0 = none). era's decoder attends to
+  // every earlier token, which equals sliding-window attention only while the whole sequence fits
+  // in the window, so a sequence is limited to the window (context_limit()).
+  int64_t sliding_window = 0;
+
+  // The most tokens one sequence (prompt + answer) may hold.
+  int64_t context_limit() const {
+    return sliding_window > 0 && sliding_window < max_position_embeddings ? sliding_window : max_position_embeddings;
+  }
 };
 
 struct TokenSpec {
@@ -40,6 +49,11 @@ struct TokenSpec {
   int64_t pad_id = -1;
   int64_t image_token_id = -1;
   int64_t tokenizer_vocab_size = 0;
+  // Generation stops at any of these (tokens.stop_ids; [eos_id] when absent): ChatML answers end
+  // with "<|im_end|>", which is not the SentencePiece model's eos.
+  std::vector<int64_t> stop_ids;
+  // HF added tokens that are one id each in a prompt (tokens.added_tokens), e.g. "<|im_start|>".
+  std::vector<AddedToken> added_tokens;
 };
 
 // How images become crops: one padded square (LLaVA-1.5) or anyres tiles (LLaVA-NeXT).

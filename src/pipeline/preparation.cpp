@@ -22,12 +22,19 @@ cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
 
 }  // namespace
 
-void check_fits(int64_t text_tokens, int64_t visual_tokens, int64_t context) {
+void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text) {
+  const int64_t context = text.context_limit();
   if (text_tokens + visual_tokens < context) return;
+  // A sliding-window model is limited to its window: era does not implement the window, and
+  // within it full attention is the same computation.
+  const std::string why = context < text.max_position_embeddings
+                              ? " (its sliding attention window, manifest text.sliding_window; era attends to the "
+                                "whole sequence, which is exact only within the window)"
+                              : "";
   throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
                                       std::to_string(visual_tokens) + " image tokens = " +
                                       std::to_string(text_tokens + visual_tokens) + ", but the model's context is " +
-                                      std::to_string(context) + " tokens (one must be left to answer)");
+                                      std::to_string(context) + " tokens" + why + " (one must be left to answer)");
 }
 
 PreparedRequest prepare_request(const SessionState& impl, const Request& request) {
@@ -52,7 +59,7 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   // Fail before any image work when the text alone cannot fit; the full check, with the real
   // number of (reduced) visual tokens, runs once the sequence is built.
   const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images;
-  check_fits(text_tokens, 0, impl.max_context());
+  check_fits(text_tokens, 0, impl.bundle.manifest.text);
 
   std::vector<torch::Tensor> pixels;
   std::vector<Image> images;

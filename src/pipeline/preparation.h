@@ -17,6 +17,6 @@ struct PreparedRequest {
 PreparedRequest prepare_request(const SessionState& impl, const Request& request);
 
 // Throws kPrompt unless text + visual tokens leave room for at least one answer token.
-void check_fits(int64_t text_tokens, int64_t visual_tokens, int64_t context);
+void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text);
 
 }  // namespace era

@@ -58,7 +58,7 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   st.visual_tokens_early_layers = st.visual_tokens;
   st.text_tokens = seq.text_tokens();
   st.prompt_tokens = seq.length();
-  check_fits(st.text_tokens, st.visual_tokens, impl.max_context());
+  check_fits(st.text_tokens, st.visual_tokens, impl.bundle.manifest.text);
   return seq;
 }
 
@@ -130,7 +130,7 @@ Result Session::generate(const Request& request) try {
   KvCache cache = impl_->decoder->make_cache(1, seq.length() + std::max<int64_t>(limits.max_new_tokens - 1, 0));
   Sampler sampler({request.temperature, request.top_p, request.seed});
   const InDecoderSetup in_decoder = in_decoder_setup(request.reduction, seq, *impl_->decoder);
-  Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id, lar_settings(request.reduction, m.text.num_layers),
+  Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.stop_ids, lar_settings(request.reduction, m.text.num_layers),
                       in_decoder.pruner ? &in_decoder.pruning : nullptr);
   GenerationOutput out = generator.run(seq, limits, sampler, cache, relay_exceptions(request.on_text));
   if (in_decoder.pruner && !out.kept_in_span.empty()) {  // report what layers >= K really saw
@@ -182,7 +182,7 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
     samplers.emplace_back(SamplingOptions{request.temperature, request.top_p, request.seed});
   }
   int64_t kv_used = 0, kv_allocated = 0;
-  BatchGenerator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.eos_id, lar);
+  BatchGenerator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.stop_ids, lar);
   auto outputs = generator.run(sequences, limits, samplers, &kv_used, &kv_allocated);
   for (size_t i = 0; i < requests.size(); ++i) {
     fill_result(outputs[i], kv_used, kv_allocated, results[i]);
@@ -215,7 +215,7 @@ AttentionReport Session::attention_report(const Request& request) try {
   PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
   seq_full.positions = impl_->family->position_ids(seq_full);
   seq_reduced.positions = impl_->family->position_ids(seq_reduced);
-  check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->max_context());
+  check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->bundle.manifest.text);
 
   KvCache cache_full = dec.make_cache(1, seq_full.length());
   const auto attn_full = dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;

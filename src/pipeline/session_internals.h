@@ -24,7 +24,7 @@ struct SessionState {
   // calls generate and both call prepare.
   mutable std::recursive_mutex mutex;
 
-  int64_t max_context() const { return bundle.manifest.text.max_position_embeddings; }
+  int64_t max_context() const { return bundle.manifest.text.context_limit(); }
 };
 
 struct Session::Impl : SessionState {};

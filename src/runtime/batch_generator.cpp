@@ -55,7 +55,7 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
     bool all_done = true;
     for (int64_t i = 0; i < b; ++i) {
       if (done[i]) continue;
-      if (limits[i].stop_at_eos && next[i] == eos_id_) {
+      if (limits[i].stop_at_eos && is_stop_token(stop_ids_, next[i])) {
         out[i].finish_reason = "eos";
         done[i] = 1;
         continue;

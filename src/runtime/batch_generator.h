@@ -18,8 +18,9 @@ inline constexpr float kPaddingLogBias = -1000.0f;
 
 class BatchGenerator {
  public:
-  BatchGenerator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id, LarSettings lar = {})
-      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id), lar_(std::move(lar)) {}
+  // `stop_ids`: as Generator's.
+  BatchGenerator(Decoder& decoder, const Tokenizer& tokenizer, std::vector<int64_t> stop_ids, LarSettings lar = {})
+      : decoder_(decoder), tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), lar_(std::move(lar)) {}
 
   // One output per sequence (same fields as Generator::run; prefill_ms and decode_ms are the
   // batch's, shared by every row). `limits[i]` and `samplers[i]` belong to sequence i.
@@ -30,7 +31,7 @@ class BatchGenerator {
  private:
   Decoder& decoder_;
   const Tokenizer& tokenizer_;
-  int64_t eos_id_;
+  std::vector<int64_t> stop_ids_;
   LarSettings lar_;
 };
 

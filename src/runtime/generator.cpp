@@ -46,7 +46,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
   int64_t position = sequence.length();
   const auto zero_bias = torch::zeros({1, 1}, torch::kFloat);
   while (true) {
-    if (limits.stop_at_eos && next == eos_id_) {
+    if (limits.stop_at_eos && is_stop_token(stop_ids_, next)) {
       out.finish_reason = "eos";
       break;
     }

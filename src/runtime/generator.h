@@ -1,6 +1,7 @@
 #pragma once
 // Prefill, then one-token decode steps over the KV cache until EOS or the token limit; streams
 // text as it becomes complete UTF-8.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,6 +13,11 @@
 #include "text/tokenizer.h"
 
 namespace era {
+
+// Whether `token` ends an answer (one of the manifest's tokens.stop_ids).
+inline bool is_stop_token(const std::vector<int64_t>& stop_ids, int64_t token) {
+  return std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+}
 
 // Receives each newly completed piece of answer text; returning false stops generation.
 using TextCallback = std::function<bool(const std::string& delta)>;
@@ -37,9 +43,11 @@ class Generator {
  public:
   // With `pruning` (FastV, DART), prefill prunes inside the decoder (runtime/in_decoder_pruning.h)
   // and every decode step runs over the two groups of layers.
-  Generator(Decoder& decoder, const Tokenizer& tokenizer, int64_t eos_id, LarSettings lar = {},
+  // Generation ends (finish_reason "eos") at any of `stop_ids` (the manifest's tokens.stop_ids:
+  // eos, and "<|im_end|>" for ChatML models).
+  Generator(Decoder& decoder, const Tokenizer& tokenizer, std::vector<int64_t> stop_ids, LarSettings lar = {},
             const InDecoderPruning* pruning = nullptr)
-      : decoder_(decoder), tokenizer_(tokenizer), eos_id_(eos_id), lar_(std::move(lar)), pruning_(pruning) {}
+      : decoder_(decoder), tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), lar_(std::move(lar)), pruning_(pruning) {}
 
   // `cache` must be empty and have room for the sequence plus max_new_tokens - 1 slots.
   GenerationOutput run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler, KvCache& cache,
@@ -48,7 +56,7 @@ class Generator {
  private:
   Decoder& decoder_;
   const Tokenizer& tokenizer_;
-  int64_t eos_id_;
+  std::vector<int64_t> stop_ids_;
   LarSettings lar_;
   const InDecoderPruning* pruning_;
 };

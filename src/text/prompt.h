@@ -1,5 +1,5 @@
 #pragma once
-// The conversation template and LLaVA's `tokenizer_image_token`: how a user question and its
+// The conversation templates and LLaVA's `tokenizer_image_token`: how a user question and its
 // images become the token ids the decoder sees.
 #include <cstdint>
 #include <string>
@@ -9,18 +9,39 @@
 
 namespace era {
 
-// vicuna_v1 (separator style TWO), the template of all LLaVA-1.5 evaluation scripts:
-//   "{system} USER: <image>\n{question} ASSISTANT:"
+// The conversation styles era formats (manifest `prompt.template`), one user turn each:
+//   vicuna_v1         "{system} USER: {user} ASSISTANT:"  (LLaVA conv_vicuna_v1; all LLaVA-1.5 and
+//                      llava-v1.6-vicuna evaluation, and the llava-hf chat template of both)
+//   mistral_instruct  "[INST] {user} [/INST]"  (LLaVA conv_mistral_instruct, separator style
+//                      LLAMA_2, empty system; also llava-v1.6-mistral-7b-hf's chat template). A
+//                      non-empty system goes in front of the user text as "<<SYS>>\n{system}\n<</SYS>>\n\n".
+//   chatml_direct     "<|im_start|>system\n{system}<|im_end|><|im_start|>user\n{user}<|im_end|>
+//                      <|im_start|>assistant\n"  (LLaVA conv_chatml_direct, separator style MPT,
+//                      system "Answer the questions."; what llava-v1.6-34b's evaluation uses)
+//   chatml            "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n" with an optional
+//                      "<|im_start|>system\n{system}<|im_end|>\n" first (the llava-hf 34b chat
+//                      template: no default system, a newline after every <|im_end|>)
+// Where {user} is "<image>\n" per image followed by the question.
+enum class TemplateStyle { kVicunaV1, kMistralInstruct, kChatmlDirect, kChatml };
+
 struct PromptTemplate {
   std::string name = "vicuna_v1";
+  TemplateStyle style = TemplateStyle::kVicunaV1;
   std::string system =
       "A chat between a curious user and an artificial intelligence assistant. "
       "The assistant gives helpful, detailed, and polite answers to the user's questions.";
+  // vicuna_v1 only (LLaVA's separator style TWO): role names and the separator between turns.
   std::string user_role = "USER";
   std::string assistant_role = "ASSISTANT";
   std::string sep = " ";
   std::string image_placeholder = "<image>";
 };
+
+// The template names era knows, in table order ("vicuna_v1", "mistral_instruct", ...).
+std::vector<std::string> known_prompt_templates();
+
+// The template `name` with its default system text; false if era has no template of that name.
+bool find_prompt_template(const std::string& name, PromptTemplate* out);
 
 // Number of non-overlapping occurrences of `placeholder` in `text`.
 int count_placeholders(const std::string& text, const std::string& placeholder);
@@ -30,9 +51,20 @@ int count_placeholders(const std::string& text, const std::string& placeholder);
 // otherwise the question must contain exactly `num_images` placeholders.
 std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images);
 
-// LLaVA's tokenizer_image_token: split on the placeholder, encode each chunk separately (each gets
-// SentencePiece's dummy prefix), BOS once at the start, `image_token_id` between chunks.
+// A piece of text that is one token of its own and never goes through SentencePiece: the HF
+// tokenizer's added tokens (ChatML's "<|im_start|>" / "<|im_end|>" in Yi's vocabulary).
+struct AddedToken {
+  std::string content;
+  int64_t id = -1;
+};
+
+// LLaVA's tokenizer_image_token: BOS once at the start; the prompt is split on the image
+// placeholder (-> `image_token_id`) and on every added token (-> its id); each text chunk in
+// between is encoded on its own (each gets SentencePiece's dummy prefix), as HF's slow LLaMA
+// tokenizer, which LLaVA's evaluation uses, does. Where two matches start at the same place the
+// longer wins.
 std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std::string& prompt,
-                                          const std::string& placeholder, int64_t image_token_id);
+                                          const std::string& placeholder, int64_t image_token_id,
+                                          const std::vector<AddedToken>& added_tokens = {});
 
 }  // namespace era

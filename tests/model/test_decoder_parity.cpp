@@ -105,7 +105,7 @@ TEST_F(DecoderParity, Greedy32StepsMatchEager) {
   Decoder dec(*bundle_);
   auto cache = dec.make_cache(1, seq.length() + 32);
   Sampler greedy({});
-  Generator gen(dec, *bundle_->tokenizer, bundle_->manifest.tokens.eos_id);
+  Generator gen(dec, *bundle_->tokenizer, bundle_->manifest.tokens.stop_ids);
   const auto out = gen.run(seq, {32, /*stop_at_eos=*/false}, greedy, cache);
   std::ifstream in(ref("greedy.json"));
   const auto want = nlohmann::json::parse(in)["tokens"].get<std::vector<int64_t>>();

@@ -32,7 +32,7 @@ import torch
 
 from .hf_checkpoint import CheckpointError, load_checkpoint
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
-from .prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM
+from .prompt_template import TEMPLATES, TemplateError, default_template, prompt_section
 from .safetensors_io import WeightsFileError
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -70,14 +70,52 @@ def parse_args(argv=None):
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
                    help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
     p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
+    p.add_argument("--template", choices=["auto"] + list(TEMPLATES), default="auto",
+                   help="conversation template (manifest prompt.template): auto = the LLaVA "
+                        "evaluation template of the checkpoint's family (vicuna_v1, "
+                        "mistral_instruct, chatml_direct); chatml = the llava-hf 34b chat template")
     return p.parse_args(argv)
 
 
 # ------------------------------------------------------------------------------------------------
 # manifest
 
-def make_manifest(ckpt, name, dtype_name, attention):
+def special_token_ids(ckpt):
+    """content -> id of every piece that is one id in a prompt: HF's added tokens, and ChatML's
+    markers where they are pieces of the SentencePiece model (Yi's are)."""
+    import sentencepiece as spm
+    ids = dict(ckpt.added_tokens)
+    sp = spm.SentencePieceProcessor(model_file=ckpt.tokenizer_path)
+    for piece in ("<|im_start|>", "<|im_end|>"):
+        pid = sp.piece_to_id(piece)
+        if piece not in ids and pid != sp.unk_id() and sp.id_to_piece(pid) == piece:
+            ids[piece] = pid
+    return ids
+
+
+def prompt_and_stops(ckpt, template):
+    """(manifest prompt section, tokens.added_tokens list, tokens.stop_ids) for `template`
+    ("auto" or a TEMPLATES name)."""
+    specials = special_token_ids(ckpt)
+    if template == "auto":
+        template = default_template(ckpt.chat_template, ckpt.config.text.model_type, specials)
+    section = prompt_section(template)
+    _, needs, stop_piece = TEMPLATES[template]
+    missing = [t for t in needs if t not in specials]
+    if missing:
+        raise TemplateError(f"{ckpt.folder}: template {template} needs {', '.join(missing)} as "
+                            f"single tokens, but neither the tokenizer files nor tokenizer.model "
+                            f"have them")
+    stops = [ckpt.eos_id] + [i for i in ckpt.generation_eos if i != ckpt.eos_id]
+    if stop_piece is not None and specials[stop_piece] not in stops:
+        stops.append(specials[stop_piece])  # ChatML answers end with <|im_end|>
+    added = [{"content": c, "id": i} for c, i in sorted(specials.items(), key=lambda kv: kv[1])]
+    return section, added, stops
+
+
+def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
     cfg, pre = ckpt.config, ckpt.preprocessor
+    prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
     v, t = cfg.vision, cfg.text
     image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
              "resample": pre.resample, "mean": pre.mean, "std": pre.std,
@@ -107,14 +145,15 @@ def make_manifest(ckpt, name, dtype_name, attention):
                  "head_dim": t.head_dim, "cache_head_dim": t.cache_head_dim,
                  "intermediate_size": t.intermediate_size, "vocab_size": t.vocab_size,
                  "max_position_embeddings": t.max_position_embeddings,
-                 "rms_norm_eps": t.rms_norm_eps, "rope_theta": t.rope_theta},
+                 "rms_norm_eps": t.rms_norm_eps, "rope_theta": t.rope_theta,
+                 # era does not implement the window: the C++ side limits a sequence to it
+                 "model_type": t.model_type, "sliding_window": t.sliding_window},
         "tokens": {"bos_id": ckpt.bos_id, "eos_id": ckpt.eos_id, "pad_id": cfg.pad_token_id,
                    "image_token_id": cfg.image_token_id,
-                   "tokenizer_vocab_size": ckpt.tokenizer_vocab_size},
+                   "tokenizer_vocab_size": ckpt.tokenizer_vocab_size,
+                   "stop_ids": stop_ids, "added_tokens": added_tokens},
         "image": image,
-        "prompt": {"template": "vicuna_v1", "system": VICUNA_V1_SYSTEM, "user_role": "USER",
-                   "assistant_role": "ASSISTANT", "sep": " ",
-                   "image_placeholder": IMAGE_PLACEHOLDER},
+        "prompt": prompt,
     }
 
 
@@ -300,10 +339,11 @@ def export(args):
     print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
-    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name)
+    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name, template=args.template)
 
 
-def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True):
+def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True,
+                      template="auto"):
     """Build the eager modules from `ckpt` (a LlavaCheckpoint whose vision / projector / text
     dicts hold the weights: loaded from a folder, or random from tools/make_random_bundle.py),
     script and save them with the tokenizer and manifest, verify (unless check=False) and move the
@@ -315,6 +355,8 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     except ValueError as e:
         raise ExportError(str(e)) from None
     dtype = DTYPES[dtype_name]
+    # before any work: a template the tokenizer cannot serve is a user error
+    prompt_and_stops(ckpt, template)
     out = os.path.abspath(out)
     name = name or os.path.basename(os.path.normpath(out))
     prepare_out(out)
@@ -336,7 +378,7 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
             del scripted
         shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(make_manifest(ckpt, name, dtype_name, attention), f, indent=2)
+            json.dump(make_manifest(ckpt, name, dtype_name, attention, template), f, indent=2)
             f.write("\n")
         if check:
             verify(paths, modules, ckpt, dtype)
@@ -356,7 +398,7 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         return export(args)
-    except (ExportError, CheckpointError, WeightsFileError) as e:
+    except (ExportError, CheckpointError, WeightsFileError, TemplateError) as e:
         print(f"export_llava: error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:

@@ -49,6 +49,17 @@ LLAMA_DEFAULTS = {
     "rope_theta": 10000.0, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
     "tie_word_embeddings": False,
 }
+# MistralConfig's defaults (transformers configuration_mistral.py): the same decoder as LLaMA for
+# era (RMSNorm, SwiGLU, RoPE, GQA, no biases), plus `sliding_window`, 4096 when absent (an explicit
+# null means none; llava-v1.6-mistral-7b-hf, from Mistral-7B-Instruct-v0.2, stores null).
+MISTRAL_DEFAULTS = {
+    "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": None, "hidden_act": "silu", "max_position_embeddings": 4096 * 32,
+    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "rope_scaling": None, "attention_bias": False,
+    "mlp_bias": False, "tie_word_embeddings": False, "sliding_window": 4096,
+}
+TEXT_DEFAULTS = {"llama": LLAMA_DEFAULTS, "mistral": MISTRAL_DEFAULTS}
 CLIP_VISION_DEFAULTS = {
     "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
     "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 32,
@@ -139,6 +150,8 @@ class TextConfig:
     rms_norm_eps: float
     rope_theta: float
     tie_word_embeddings: bool
+    model_type: str = "llama"      # text_config.model_type: "llama" | "mistral"
+    sliding_window: int = None     # mistral: attention window (None: attends to everything)
 
     @property
     def cache_head_dim(self):
@@ -183,6 +196,11 @@ class LlavaCheckpoint:
     eos_id: int
     layout: str = ""
     weights_file: str = ""
+    # HF added tokens (content -> id) that are one id each in a prompt, the image placeholder
+    # excepted (tokenizer_config.json added_tokens_decoder, added_tokens.json, tokenizer.json)
+    added_tokens: dict = field(default_factory=dict)
+    chat_template: str = ""        # the checkpoint's own chat template text ("" if none)
+    generation_eos: list = field(default_factory=list)  # generation_config.json eos_token_id
     # canonical name -> tensor, one dict per module (names as in llava_model.py)
     vision: dict = field(default_factory=dict)
     projector: dict = field(default_factory=dict)
@@ -233,10 +251,11 @@ def load_config(folder):
 
     # ---- text (LLaMA)
     tc_raw = raw.get("text_config")
-    if tc_raw is not None and tc_raw.get("model_type", "llama") != "llama":
-        raise CheckpointError(f"{path}: text_config.model_type {tc_raw.get('model_type')!r} is not "
-                              f"supported (only llama)")
-    tc = _filled(tc_raw, LLAMA_DEFAULTS)
+    text_type = (tc_raw or {}).get("model_type", "llama")
+    if text_type not in TEXT_DEFAULTS:
+        raise CheckpointError(f"{path}: text_config.model_type {text_type!r} is not supported "
+                              f"(one of {', '.join(TEXT_DEFAULTS)})")
+    tc = _filled(tc_raw, TEXT_DEFAULTS[text_type])
     if tc_raw is None or "vocab_size" not in tc_raw:
         # very old llava configs kept the vocabulary size at the top level only
         tc["vocab_size"] = raw.get("vocab_size", tc["vocab_size"])
@@ -252,6 +271,10 @@ def load_config(folder):
         if not (isinstance(scaling, dict) and
                 scaling.get("rope_type", scaling.get("type")) == "default"):
             raise CheckpointError(f"{where}: rope_scaling {scaling!r} is not supported")
+    window = tc.get("sliding_window") if text_type == "mistral" else None
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+        raise CheckpointError(f"{where}: sliding_window must be a positive integer or null, got "
+                              f"{window!r}")
     if tc.get("hidden_act") != "silu":
         raise CheckpointError(f"{where}: hidden_act {tc.get('hidden_act')!r} not supported (silu)")
     if tc.get("attention_bias") or tc.get("mlp_bias"):
@@ -275,7 +298,8 @@ def load_config(folder):
         max_position_embeddings=_int(tc, "max_position_embeddings", where),
         rms_norm_eps=float(tc["rms_norm_eps"]), rope_theta=float(tc["rope_theta"]),
         tie_word_embeddings=bool((tc_raw or {}).get("tie_word_embeddings",
-                                                    raw.get("tie_word_embeddings", False))))
+                                                    raw.get("tie_word_embeddings", False))),
+        model_type=text_type, sliding_window=window)
 
     # ---- vision (CLIP)
     vc_raw = raw.get("vision_config")
@@ -394,6 +418,79 @@ def load_preprocessor(folder, vision, cfg=None):
 
 
 # ------------------------------------------------------------------------------------------------
+# tokenizer side files (all optional)
+
+IMAGE_PLACEHOLDER_TEXT = "<image>"
+
+
+def load_added_tokens(folder, cfg):
+    """content -> id of HF's added tokens inside the model's vocabulary, from every file that
+    lists them (later files only add). HF's tokenizers cut a prompt at these before SentencePiece
+    sees it, so era must too (manifest tokens.added_tokens). The image placeholder is left out: it
+    becomes image_token_id through its own path."""
+    found = {}
+    tc_path = os.path.join(folder, "tokenizer_config.json")
+    if os.path.isfile(tc_path):
+        tc = _read_json(tc_path, "tokenizer_config.json")
+        decoder = tc.get("added_tokens_decoder") or {}
+        if not isinstance(decoder, dict):
+            raise CheckpointError(f"{tc_path}: added_tokens_decoder is not an object")
+        for key, entry in decoder.items():
+            content = entry.get("content") if isinstance(entry, dict) else None
+            if not (isinstance(content, str) and str(key).isdigit()):
+                raise CheckpointError(f"{tc_path}: added_tokens_decoder[{key!r}] has no content / "
+                                      f"is not keyed by an id")
+            found.setdefault(content, int(key))
+    at_path = os.path.join(folder, "added_tokens.json")
+    if os.path.isfile(at_path):
+        for content, tid in _read_json(at_path, "added_tokens.json").items():
+            if not isinstance(tid, int):
+                raise CheckpointError(f"{at_path}: {content!r} has id {tid!r}, not an integer")
+            found.setdefault(content, tid)
+    tj_path = os.path.join(folder, "tokenizer.json")
+    if os.path.isfile(tj_path):
+        for entry in _read_json(tj_path, "tokenizer.json").get("added_tokens") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("content"), str) \
+                    and isinstance(entry.get("id"), int):
+                found.setdefault(entry["content"], entry["id"])
+    for content, tid in found.items():
+        if content != IMAGE_PLACEHOLDER_TEXT and not 0 <= tid < cfg.text.vocab_size:
+            raise CheckpointError(f"{folder}: added token {content!r} has id {tid}, outside the "
+                                  f"model's vocab_size {cfg.text.vocab_size}")
+    found.pop(IMAGE_PLACEHOLDER_TEXT, None)
+    return found
+
+
+def load_chat_template(folder):
+    """The checkpoint's chat template: chat_template.jinja, chat_template.json, or
+    tokenizer_config.json's chat_template (transformers' order of precedence); "" if none."""
+    jinja = os.path.join(folder, "chat_template.jinja")
+    if os.path.isfile(jinja):
+        with open(jinja, "r", encoding="utf-8") as f:
+            return f.read()
+    for name in ("chat_template.json", "tokenizer_config.json"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            text = _read_json(path, name).get("chat_template")
+            if isinstance(text, str):
+                return text
+    return ""
+
+
+def load_generation_eos(folder, cfg):
+    """generation_config.json's eos_token_id as a list (HF generate stops at any of them)."""
+    path = os.path.join(folder, "generation_config.json")
+    if not os.path.isfile(path):
+        return []
+    eos = _read_json(path, "generation_config.json").get("eos_token_id")
+    ids = eos if isinstance(eos, list) else ([] if eos is None else [eos])
+    for tid in ids:
+        if isinstance(tid, bool) or not isinstance(tid, int) or not 0 <= tid < cfg.text.vocab_size:
+            raise CheckpointError(f"{path}: eos_token_id {eos!r} is not an id in the vocabulary")
+    return ids
+
+
+# ------------------------------------------------------------------------------------------------
 # weights
 
 def expected_shapes(cfg):
@@ -503,6 +600,9 @@ def load_checkpoint(folder, load_weights=True):
                               f"vocab_size {cfg.text.vocab_size}")
     ckpt = LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
                            tokenizer_vocab_size=tok_vocab, bos_id=sp.bos_id(), eos_id=sp.eos_id())
+    ckpt.added_tokens = load_added_tokens(folder, cfg)
+    ckpt.chat_template = load_chat_template(folder)
+    ckpt.generation_eos = load_generation_eos(folder, cfg)
     if not load_weights:
         return ckpt
 
