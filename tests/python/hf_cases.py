@@ -25,7 +25,7 @@ IMAGES_NEXT = [(640, 480), (480, 640), (500, 500), (1000, 330), (300, 900)]
 
 CASES = {
     # GQA, llava-hf's defaults otherwise (feature layer -2, CLS dropped)
-    "llava15_gqa": {"arch": "llava", "images": IMAGES_15,
+    "llava15_gqa": {"arch": "llava", "images": IMAGES_15, "seed": 1,
                     "text": {"num_key_value_heads": 2, "rms_norm_eps": 1e-5}},
     # tied embeddings, a positive feature layer, another RoPE base and epsilon, multi-head
     "llava15_tied_layer1": {"arch": "llava", "images": IMAGES_15[:2],

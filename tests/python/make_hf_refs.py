@@ -56,7 +56,11 @@ def hf_tokenizer(tokenizer_model):
     from transformers import LlamaTokenizer
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copyfile(tokenizer_model, os.path.join(tmp, "tokenizer.model"))
-        tok = LlamaTokenizer.from_pretrained(tmp, add_bos_token=True, add_eos_token=False)
+        # legacy=True: SentencePiece's dummy prefix after <image> ("▁" then "\n"), as original
+        # LLaVA's tokenizer_image_token and era encode the text chunk after each image; with
+        # legacy=False transformers drops that "▁" and the prompts differ by one token.
+        tok = LlamaTokenizer.from_pretrained(tmp, add_bos_token=True, add_eos_token=False,
+                                             legacy=True)
     tok.add_tokens(["<image>"], special_tokens=True)  # ids in the order added: <image> first
     tok.add_special_tokens({"pad_token": "<pad>"})
     got = (tok.convert_tokens_to_ids("<image>"), tok.convert_tokens_to_ids("<pad>"))
@@ -90,7 +94,8 @@ def build(case, tok):
     cfg.text_config.initializer_range = 0.2
     cfg.vision_config.initializer_range = 0.2
     cfg.initializer_range = 0.2
-    torch.manual_seed(sum(map(ord, case)))
+    # a case may pin its own seed ("seed") when the default one gives a greedy near-tie
+    torch.manual_seed(row.get("seed", sum(map(ord, case))))
     model = model_cls(cfg).eval()
     # CLS kept ("full") adds one token per crop to the processor's expansion.
     processor = proc_cls(image_processor=image_processor, tokenizer=tok, patch_size=14,
