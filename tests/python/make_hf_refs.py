@@ -25,7 +25,7 @@ For every case of hf_cases.CASES:
 Greedy decoding never stops at EOS on either side (era: stop_at_eos false; here eos_token_id is
 cleared), so all 32 tokens are compared; whether EOS is among them is recorded. The smallest
 top-1 / top-2 logit gap along the greedy path is recorded too: a near-tie would make the
-comparison flaky, and the fixture refuses one below 1e-3 (pick another seed).
+comparison flaky, and the fixture refuses one below 1e-4 (pick another seed).
 """
 import argparse
 import json
@@ -47,7 +47,7 @@ from references.prompt_reference import vicuna_v1_prompt
 from references.synthetic_image import synth
 
 IMAGE_TOKEN_ID, PAD_TOKEN_ID = 1000, 1001  # right after the 1000 SentencePiece pieces
-MIN_MARGIN = 1e-3
+MIN_MARGIN = 1e-4  # ~100x the fp32 differences between implementations (logits ~1e-6 abs)
 
 
 def hf_tokenizer(tokenizer_model):
