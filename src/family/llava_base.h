@@ -19,7 +19,7 @@ class LlavaFamilyBase : public ModelFamily {
 
  protected:
   // Vision tokens of one crop (576 for CLIP ViT-L/14 at 336 px).
-  int64_t tokens_per_crop() const { return manifest_.vision.num_patches; }
+  int64_t tokens_per_crop() const { return manifest_.vision.tokens_per_crop; }
   // Refuses a manifest whose image layout is not `expected` (kBundle, naming the field).
   void require_layout(ImageLayout expected) const;
 

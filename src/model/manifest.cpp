@@ -81,6 +81,16 @@ Manifest read_manifest(const std::string& bundle_dir) {
   require(v.patch_size > 0 && v.image_size % v.patch_size == 0, path, "vision.image_size must be a multiple of vision.patch_size");
   require(v.num_patches == (v.image_size / v.patch_size) * (v.image_size / v.patch_size), path,
           "vision.num_patches does not match image_size/patch_size");
+  // Bundles exported before these fields existed are single-layer, CLS-dropping ones.
+  if (j["vision"].contains("feature_layers")) {
+    require(j["vision"]["feature_layers"].is_array() && !j["vision"]["feature_layers"].empty(), path,
+            "vision.feature_layers must be a non-empty list");
+    v.feature_layer_count = static_cast<int64_t>(j["vision"]["feature_layers"].size());
+  }
+  v.select_strategy = j["vision"].value("select_strategy", std::string("default"));
+  require(v.select_strategy == "default" || v.select_strategy == "full", path,
+          "vision.select_strategy must be \"default\" or \"full\", got \"" + v.select_strategy + "\"");
+  v.tokens_per_crop = v.num_patches + (v.keeps_cls() ? 1 : 0);
 
   m.projector_in = field<int64_t>(j, "projector.in_features", path);
   m.projector_out = field<int64_t>(j, "projector.out_features", path);
@@ -102,8 +112,8 @@ Manifest read_manifest(const std::string& bundle_dir) {
   }
   require(t.cache_head_dim > t.head_dim && t.cache_head_dim % 8 == 0, path,
           "text.cache_head_dim must exceed head_dim and be a multiple of 8");
-  require(m.projector_in == v.hidden_size && m.projector_out == t.hidden_size, path,
-          "projector dims do not connect the vision tower to the decoder");
+  require(m.projector_in == v.hidden_size * v.feature_layer_count && m.projector_out == t.hidden_size, path,
+          "projector dims do not connect the vision tower (hidden_size x feature layers) to the decoder");
 
   auto& k = m.tokens;
   k.bos_id = field<int64_t>(j, "tokens.bos_id", path);

@@ -18,8 +18,14 @@ struct VisionSpec {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t num_layers = 0;
-  int64_t feature_layer = -2;
+  int64_t feature_layer = -2;   // the deepest selected layer (where saliency comes from)
+  int64_t feature_layer_count = 1;  // HF vision_feature_layer as a list: features concatenated
   int64_t layers_run = 0;
+  // HF vision_feature_select_strategy: "default" drops the CLS token, "full" keeps it (one more
+  // visual token per crop, which no reduction method's patch geometry covers).
+  std::string select_strategy = "default";
+  int64_t tokens_per_crop = 576;  // num_patches, + 1 under "full"
+  bool keeps_cls() const { return select_strategy == "full"; }
 };
 
 struct TextSpec {

@@ -43,7 +43,14 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   ImageTokens image;
   image.vision = &vision;
   if (method.capabilities.needs_instruction) image.instruction = instruction_embeddings(impl, request);
-  const int64_t per_crop = impl.bundle.manifest.vision.num_patches;
+  const int64_t per_crop = impl.bundle.manifest.vision.tokens_per_crop;
+  // Under select_strategy "full" the CLS token is a visual token too: every method's saliency,
+  // pooling and grid geometry cover the patches only, so only "full" (keep everything) runs.
+  if (impl.bundle.manifest.vision.keeps_cls() && method.name != "full") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "reduction method '" + method.name + "' is not supported for this bundle: its checkpoint keeps the CLS token "
+                "(vision_feature_select_strategy \"full\"); only method 'full' runs on it");
+  }
   ReducedImages out;
   for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
     image.count = in.crops_per_image[i];

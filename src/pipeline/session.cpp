@@ -240,7 +240,7 @@ ModelInfo Session::info() const {
   i.device = b.device.str();
   i.attention = b.manifest.attention;
   i.visual_tokens_per_image = impl_->family->max_visual_tokens();
-  i.tokens_per_crop = b.manifest.vision.num_patches;
+  i.tokens_per_crop = b.manifest.vision.tokens_per_crop;
   i.max_context = impl_->max_context();
   i.tokenizer_shim = sentencepiece_shim_path();  // loaded by open(): cannot throw here
   return i;
@@ -252,6 +252,33 @@ debug::PreparedTensors debug::prepare(const Session& session, const Request& req
   debug::PreparedTensors out;
   static_cast<PreparedInput&>(out) = std::move(prepared.input);
   out.pixel_values = std::move(prepared.pixel_values);
+  return out;
+} catch (...) {
+  rethrow_as_era_error();
+}
+
+debug::PromptTensors debug::prompt(Session& session, const Request& request) try {
+  const auto lock = SessionAccess::lock(session);
+  validate_request(request);
+  if (find_method(request.reduction.method).stage == MethodStage::kInDecoder) {
+    throw Error(ErrorCode::kInvalidArgument, "debug::prompt: method '" + request.reduction.method +
+                                                 "' prunes inside the decoder; its prompt is not one sequence");
+  }
+  c10::InferenceMode inference;
+  SessionState& impl = SessionAccess::state(session);
+  Result scratch;
+  const PromptSequence seq = stage_request(impl, request, scratch);
+  const int64_t num_layers = impl.bundle.manifest.text.num_layers;
+  const LarSettings lar = lar_settings(request.reduction, num_layers);
+  KvCache cache = impl.decoder->make_cache(1, seq.length());
+  debug::PromptTensors out;
+  out.logits = impl.decoder->forward(seq.embeds, seq.positions, seq.key_log_bias, cache, /*last_only=*/false, lar)[0];
+  out.embeds = seq.embeds;
+  out.positions = seq.positions;
+  out.key_log_bias = seq.key_log_bias;
+  // LarSettings' empty scale list means 1 in every layer
+  out.layer_bias_scale = lar.layer_scale.empty() ? std::vector<float>(static_cast<size_t>(num_layers), 1.0f) : lar.layer_scale;
+  out.visual_tokens = seq.visual_tokens();
   return out;
 } catch (...) {
   rethrow_as_era_error();

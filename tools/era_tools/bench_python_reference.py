@@ -62,7 +62,8 @@ def load_modules(bundle, dtype, device):
                         num_layers=v["num_layers"], num_heads=v["num_heads"], num_channels=3,
                         image_size=v["image_size"], patch_size=v["patch_size"],
                         layer_norm_eps=1e-5, hidden_act="quick_gelu",
-                        feature_layer=v["feature_layer"], select_strategy=v["select_strategy"])
+                        feature_layer=v["feature_layer"], select_strategy=v["select_strategy"],
+                        feature_layers=v.get("feature_layers"))
     tcfg = TextConfig(hidden_size=t["hidden_size"], intermediate_size=t["intermediate_size"],
                       num_layers=t["num_layers"], num_heads=t["num_heads"],
                       num_kv_heads=t["num_kv_heads"], head_dim=t["head_dim"],

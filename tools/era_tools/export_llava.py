@@ -136,9 +136,14 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
                    "num_patches": v.num_patches, "hidden_size": v.hidden_size,
                    "num_heads": v.num_heads, "num_layers": v.num_layers,
                    "intermediate_size": v.intermediate_size,
-                   "feature_layer": v.feature_layer, "layers_run": v.layers_run,
-                   "select_strategy": v.select_strategy},
-        "projector": {"in_features": v.hidden_size, "out_features": t.hidden_size,
+                   # the deepest selected layer (where the saliency maps come from); all of
+                   # them, as config.json lists them, in feature_layers
+                   "feature_layer": (v.feature_layer if isinstance(v.feature_layer, int)
+                                     else v.layers_run - v.num_layers - 1),
+                   "feature_layers": list(v.feature_layers or [v.feature_layer]),
+                   "layers_run": v.layers_run, "select_strategy": v.select_strategy,
+                   "tokens_per_crop": v.tokens_per_crop},
+        "projector": {"in_features": v.feature_width, "out_features": t.hidden_size,
                       "act": cfg.projector_act},
         "text": {"hidden_size": t.hidden_size, "num_layers": t.num_layers,
                  "num_heads": t.num_heads, "num_kv_heads": t.num_kv_heads,
@@ -173,7 +178,7 @@ def check_setup(dtype):
 def probe_inputs(ckpt, device, dtype):
     cfg = ckpt.config
     g = torch.Generator().manual_seed(1234)
-    S, C = cfg.vision.image_size, cfg.vision.hidden_size
+    S, C = cfg.vision.image_size, cfg.vision.feature_width
     t = cfg.text
     T0, S_max = 5, 8
     crops = 3 if cfg.is_next else 1  # NeXT: base + tiles go through the tower as one batch

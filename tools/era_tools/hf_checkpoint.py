@@ -15,6 +15,7 @@ Two parameter-name layouts are accepted and mapped to one canonical naming per p
 naming of the modules in llava_model.py:
   llava-hf (transformers < 4.52)    language_model.model.X / language_model.lm_head.weight /
                                     vision_tower.vision_model.X / multi_modal_projector.X
+  transformers 5 save_pretrained    as llava-hf, but the tower as vision_tower.X (no vision_model.)
   transformers >= 4.52              model.language_model.X / lm_head.weight /
                                     model.vision_tower.vision_model.X / model.multi_modal_projector.X
 NeXT adds one tensor, `image_newline` [text hidden] (`model.image_newline` in the new layout); it
@@ -86,6 +87,10 @@ _PREFIXES = [
     ("language_model.model.", "text", ""),
     ("language_model.lm_head.", "text", "lm_head."),
     ("vision_tower.vision_model.", "vision", ""),
+    # transformers 5 saves the CLIP tower without its `vision_model.` level (CLIPVisionModel's
+    # PrefixChange in transformers/conversion_mapping.py), the rest in the llava-hf layout
+    ("model.vision_tower.", "vision", ""),
+    ("vision_tower.", "vision", ""),
     ("multi_modal_projector.", "projector", ""),
     ("lm_head.", "text", "lm_head."),
 ]
@@ -95,6 +100,8 @@ _LAYOUT_OF_PREFIX = {
     "model.multi_modal_projector.": "transformers>=4.52",
     "model.language_model.": "transformers>=4.52",
     "lm_head.": "transformers>=4.52",
+    "model.vision_tower.": "transformers>=5",
+    "vision_tower.": "transformers>=5",
 }
 
 
@@ -113,8 +120,28 @@ class VisionConfig:
     patch_size: int
     layer_norm_eps: float
     hidden_act: str
-    feature_layer: int
-    select_strategy: str
+    feature_layer: object          # config.json's vision_feature_layer: an int or a list
+    select_strategy: str           # "default" (CLS dropped) or "full" (CLS kept)
+    feature_layers: list = None    # the same as a list
+
+    def states_index(self, k):
+        """HF hidden_states index k -> non-negative index (0 = embeddings, i = layer i-1 out)."""
+        return self.num_layers + 1 + k if k < 0 else k
+
+    @property
+    def feature_indices(self):
+        """The selected hidden_states indices, non-negative, in config order."""
+        return [self.states_index(k) for k in (self.feature_layers or [self.feature_layer])]
+
+    @property
+    def feature_width(self):
+        """Width of the features the projector takes: one vision hidden size per feature layer."""
+        return self.hidden_size * len(self.feature_indices)
+
+    @property
+    def tokens_per_crop(self):
+        """Visual tokens of one crop: the patches, plus the CLS token under "full"."""
+        return self.num_patches + (1 if self.select_strategy == "full" else 0)
 
     @property
     def head_dim(self):
@@ -132,9 +159,7 @@ class VisionConfig:
     def layers_run(self):
         """Encoder layers that run: HF hidden_states[k] is the output of layer k-1 (index 0 is the
         embeddings), so hidden_states[-2] of 24 layers needs 24 + 1 - 2 = 23 layers."""
-        if self.feature_layer < 0:
-            return self.num_layers + 1 + self.feature_layer
-        return self.feature_layer
+        return max(self.feature_indices)
 
 
 @dataclass
@@ -311,14 +336,32 @@ def load_config(folder):
     if vc.get("hidden_act") != "quick_gelu":
         raise CheckpointError(f"{where}: hidden_act {vc.get('hidden_act')!r} not supported "
                               f"(quick_gelu)")
+    # transformers' semantics (LlavaModel.get_image_features in models/llava/modeling_llava.py,
+    # LlavaNextModel.get_image_features in models/llava_next/modeling_llava_next.py): an int k
+    # selects hidden_states[k]; a list selects each hidden_states[k] and concatenates them along
+    # the hidden dim, in the listed order. hidden_states[0] is the embeddings (after
+    # pre_layrnorm), hidden_states[k] the output of encoder layer k-1; negative k count from the
+    # end of the num_layers + 1 states.
     feature_layer = raw.get("vision_feature_layer", -2)
-    if isinstance(feature_layer, bool) or not isinstance(feature_layer, int):
-        raise CheckpointError(f"{path}: vision_feature_layer {feature_layer!r} not supported "
-                              f"(a single int)")
+    is_int = lambda x: isinstance(x, int) and not isinstance(x, bool)  # noqa: E731
+    if is_int(feature_layer):
+        feature_layers = [feature_layer]
+    elif isinstance(feature_layer, list) and feature_layer and all(map(is_int, feature_layer)):
+        feature_layers = list(feature_layer)
+    else:
+        raise CheckpointError(f"{path}: vision_feature_layer {feature_layer!r} must be an integer "
+                              f"or a non-empty list of integers")
+    # "default" drops the CLS token (hidden_states[:, 1:]), "full" keeps it: 577 tokens at 336/14.
     strategy = raw.get("vision_feature_select_strategy", "default")
-    if strategy != "default":
+    if strategy not in ("default", "full"):
         raise CheckpointError(f"{path}: vision_feature_select_strategy {strategy!r} not supported "
-                              f"(default)")
+                              f"(default or full)")
+    if strategy == "full" and arch == "llava-next":
+        # LlavaNextModel.pack_image_features views every tile's tokens as a 24 x 24 grid: with
+        # the CLS token kept the view fails in transformers itself, so no such checkpoint runs.
+        raise CheckpointError(f"{path}: vision_feature_select_strategy 'full' is not supported "
+                              f"for llava_next (transformers' anyres packing needs exactly one "
+                              f"token per patch)")
     vision = VisionConfig(
         hidden_size=_int(vc, "hidden_size", where),
         intermediate_size=_int(vc, "intermediate_size", where),
@@ -326,14 +369,19 @@ def load_config(folder):
         num_heads=_int(vc, "num_attention_heads", where),
         num_channels=_int(vc, "num_channels", where), image_size=_int(vc, "image_size", where),
         patch_size=_int(vc, "patch_size", where), layer_norm_eps=float(vc["layer_norm_eps"]),
-        hidden_act=vc["hidden_act"], feature_layer=feature_layer, select_strategy=strategy)
+        hidden_act=vc["hidden_act"], feature_layer=feature_layer, select_strategy=strategy,
+        feature_layers=feature_layers)
     if vision.hidden_size % vision.num_heads:
         raise CheckpointError(f"{where}: hidden_size not divisible by num_attention_heads")
     if vision.image_size % vision.patch_size:
         raise CheckpointError(f"{where}: image_size not divisible by patch_size")
-    if not 1 <= vision.layers_run <= vision.num_layers:
-        raise CheckpointError(f"{path}: vision_feature_layer {feature_layer} is out of range for "
-                              f"{vision.num_layers} layers")
+    bad = [k for k in feature_layers if not 1 <= vision.states_index(k) <= vision.num_layers]
+    if bad:
+        # index 0 (the embeddings) is refused too: the exported tower reads attention saliency
+        # from the deepest layer that runs, so at least one layer must run
+        raise CheckpointError(f"{path}: vision_feature_layer {bad} out of range for "
+                              f"{vision.num_layers} layers (1..{vision.num_layers} or "
+                              f"-{vision.num_layers}..-1)")
 
     act = raw.get("projector_hidden_act", "gelu")
     if act != "gelu":
@@ -379,9 +427,20 @@ def load_preprocessor(folder, vision, cfg=None):
     """cfg: the LlavaConfig; for NeXT, the processor's image_grid_pinpoints (when present) must be
     config.json's and its resize size (when present) the crop size."""
     path = os.path.join(folder, "preprocessor_config.json")
-    if not os.path.isfile(path):
-        return Preprocessor(crop_size=vision.image_size)
-    pc = _read_json(path, "preprocessor_config.json")
+    if os.path.isfile(path):
+        pc = _read_json(path, "preprocessor_config.json")
+    else:
+        # transformers 5 saves a processor's image-processor settings inside
+        # processor_config.json ("image_processor") instead of a preprocessor_config.json
+        path = os.path.join(folder, "processor_config.json")
+        if not os.path.isfile(path):
+            return Preprocessor(crop_size=vision.image_size)
+        pc = _read_json(path, "processor_config.json").get("image_processor")
+        if pc is None:
+            return Preprocessor(crop_size=vision.image_size)
+        if not isinstance(pc, dict):
+            raise CheckpointError(f"{path}: image_processor is not a JSON object")
+        path += " (image_processor)"
     mean, std = pc.get("image_mean", CLIP_MEAN), pc.get("image_std", CLIP_STD)
     for key, v in (("image_mean", mean), ("image_std", std)):
         if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
@@ -517,7 +576,7 @@ def expected_shapes(cfg):
         vision[p + "mlp.fc2.bias"] = [C]
 
     D = t.hidden_size
-    projector = {"linear_1.weight": [D, C], "linear_2.weight": [D, D]}
+    projector = {"linear_1.weight": [D, v.feature_width], "linear_2.weight": [D, D]}
     if cfg.projector_bias:
         projector.update({"linear_1.bias": [D], "linear_2.bias": [D]})
     if cfg.is_next:

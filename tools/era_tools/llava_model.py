@@ -158,30 +158,40 @@ class CLIPEncoderLayer(nn.Module):
 
 
 class CLIPEncoder(nn.Module):
-    """Only the first `layers_run` layers exist: the ones after the feature layer never run."""
+    """Only the first `layers_run` layers exist: the ones after the deepest feature layer never
+    run. Returns (the selected hidden states concatenated along the hidden dim in the config's
+    order, the deepest layer's output, its saliency maps). HF's hidden_states[k] is the output of
+    layer k-1, so layer i's output is selected when i + 1 is among `feature_indices`."""
 
     def __init__(self, cfg, device=None, dtype=None):
         super().__init__()
         self.layers = nn.ModuleList(
             [CLIPEncoderLayer(cfg, device=device, dtype=dtype) for _ in range(cfg.layers_run)])
         self.num_layers = cfg.layers_run
+        self.feature_indices: List[int] = list(getattr(cfg, "feature_indices", [cfg.layers_run]))
 
     def forward(self, x: torch.Tensor
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                           torch.Tensor]:
         cls_logits = torch.zeros(0, device=x.device)
         mean_logits, mean_probs, mean_keys = cls_logits, cls_logits, cls_logits
+        states: List[torch.Tensor] = []
         for i, layer in enumerate(self.layers):
             x, c, ml, mp, mk = layer(x, i == self.num_layers - 1)
+            states.append(x)
             if i == self.num_layers - 1:
                 cls_logits, mean_logits, mean_probs, mean_keys = c, ml, mp, mk
-        return x, cls_logits, mean_logits, mean_probs, mean_keys
+        selected = torch.cat([states[k - 1] for k in self.feature_indices], dim=-1)
+        return selected, x, cls_logits, mean_logits, mean_probs, mean_keys
 
 
 class VisionTower(nn.Module):
     """pixels [B,3,S,S] float32 -> (features [B,N,C] model dtype, CLS logits [B,H,N] f32,
     CLS probs [B,H,N] f32, mean logits [B,H,N] f32, mean probs [B,H,N] f32, CLS feature [B,C]
     model dtype, mean keys [B,N+1,head_dim] f32). Features are HF
-    `hidden_states[feature_layer]` with CLS dropped. CLS: that layer's CLS query row; the
+    `hidden_states[feature_layer]` (a list of layers: each, concatenated along the hidden dim)
+    with CLS dropped, or kept ([B,N+1,...]) under select_strategy "full"; the saliency maps and
+    the CLS feature come from the deepest selected layer. CLS: that layer's CLS query row; the
     probabilities are the softmax over the whole row (CLS column included), then dropped. Mean
     (CLS-free readout): the same layer's attention averaged over the N patch query rows (CLS query
     row excluded), CLS key column dropped; for the probabilities each row's softmax runs over all
@@ -193,14 +203,15 @@ class VisionTower(nn.Module):
         self.embeddings = CLIPEmbeddings(cfg, **kw)
         self.pre_layrnorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.encoder = CLIPEncoder(cfg, **kw)
+        self.first_token = 0 if getattr(cfg, "select_strategy", "default") == "full" else 1
 
     def forward(self, pixel_values: torch.Tensor
                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
                            torch.Tensor, torch.Tensor]:
         x = self.pre_layrnorm(self.embeddings(pixel_values))
-        x, cls_logits, mean_logits, mean_probs, mean_keys = self.encoder(x)
+        features, x, cls_logits, mean_logits, mean_probs, mean_keys = self.encoder(x)
         cls_probs = torch.softmax(cls_logits, dim=-1)
-        return (x[:, 1:].contiguous(), cls_logits[:, :, 1:].contiguous(),
+        return (features[:, self.first_token:].contiguous(), cls_logits[:, :, 1:].contiguous(),
                 cls_probs[:, :, 1:].contiguous(), mean_logits.contiguous(),
                 mean_probs.contiguous(), x[:, 0].contiguous(), mean_keys.contiguous())
 
@@ -707,7 +718,8 @@ def build_vision(ckpt, dtype=torch.float32):
 
 def build_projector(ckpt, dtype=torch.float32):
     cfg = ckpt.config
-    module = Projector(cfg.vision.hidden_size, cfg.text.hidden_size, bias=cfg.projector_bias,
+    width = getattr(cfg.vision, "feature_width", cfg.vision.hidden_size)
+    module = Projector(width, cfg.text.hidden_size, bias=cfg.projector_bias,
                        image_newline=cfg.is_next, device="meta", dtype=dtype)
     return _assign(module, ckpt.projector, dtype, "projector")
 

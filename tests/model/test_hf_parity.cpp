@@ -1,0 +1,119 @@
+// era against Hugging Face transformers itself (tests/python/make_hf_refs.py): tiny checkpoints
+// written by transformers' save_pretrained, exported by era, compared with transformers' own
+// processor, forward and generate — pixel values, input ids, the number of visual tokens, logits
+// at every prompt position and 32 greedy tokens, image by image (the images of each case are
+// listed in tests/python/hf_cases.py). Registered by tests/CMakeLists.txt only when ERA_PYTHON has
+// transformers (ERA_HF_PARITY).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "era/debug.h"
+#include "era/era.h"
+#include "test_support.h"
+#include "util/npy.h"
+
+namespace era {
+namespace {
+
+std::string case_dir(const std::string& name) { return test::testdata_dir() + "/hf/" + name; }
+
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(test::read_file(path)); }
+
+// As the other parity tests: the largest absolute difference over the largest reference value.
+double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  return ((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item<double>();
+}
+
+// transformers' processor repeats the image token once per visual token; era's prompt keeps one
+// placeholder per image and splices the visual tokens in later.
+std::vector<int64_t> one_placeholder_per_image(const std::vector<int64_t>& ids, int64_t image_token_id) {
+  std::vector<int64_t> out;
+  for (const int64_t id : ids) {
+    if (id == image_token_id && !out.empty() && out.back() == image_token_id) continue;
+    out.push_back(id);
+  }
+  return out;
+}
+
+Request request_for(const nlohmann::json& c, const nlohmann::json& image) {
+  Request req;
+  req.images = {image["png"].get<std::string>()};
+  req.prompt = c["question"].get<std::string>();
+  return req;
+}
+
+void check_case(const std::string& name) {
+  if (!std::filesystem::exists(test::testdata_dir() + "/hf")) GTEST_SKIP() << "no HF parity data (ERA_HF_PARITY off)";
+  c10::InferenceMode inference;
+  const auto c = read_json(case_dir(name) + "/case.json");
+  auto session = Session::open(c["bundle"].get<std::string>());
+  ASSERT_FALSE(c["images"].empty());
+  for (const auto& image : c["images"]) {
+    const std::string dir = image["dir"];
+    SCOPED_TRACE(name + " image " + std::to_string(image["width"].get<int>()) + "x" + std::to_string(image["height"].get<int>()));
+    const auto ref = read_json(dir + "/tokens.json");
+    Request req = request_for(c, image);
+
+    const auto in = debug::prepare(session, req);
+    const auto pixels = read_npy(dir + "/pixel_values.npy");
+    ASSERT_EQ(in.pixel_values.sizes(), pixels.sizes());
+    EXPECT_TRUE(torch::equal(in.pixel_values, pixels))
+        << "max abs pixel difference " << (in.pixel_values - pixels).abs().max().item<float>();
+    const int64_t image_token_id = ref["image_token_id"];
+    EXPECT_EQ(in.image_token_id, image_token_id);
+    EXPECT_EQ(in.token_ids, one_placeholder_per_image(ref["input_ids"].get<std::vector<int64_t>>(), image_token_id));
+
+    const auto prompt = debug::prompt(session, req);
+    EXPECT_EQ(prompt.visual_tokens, ref["visual_tokens"].get<int64_t>());
+    const auto want = read_npy(dir + "/logits.npy");
+    ASSERT_EQ(prompt.logits.sizes(), want.sizes());
+    const double err = max_rel_error(prompt.logits, want);
+    std::cout << "[ measured ] " << name << " " << image["width"] << "x" << image["height"]
+              << ": logits max relative error vs transformers " << err << "\n";
+    EXPECT_LE(err, 1e-4);
+
+    // Neither side stops at EOS (the fixture cleared generate's eos_token_id), so all 32 count.
+    req.max_new_tokens = 32;
+    req.stop_at_eos = false;
+    const auto result = session.generate(req);
+    EXPECT_EQ(result.tokens.size(), 32u);
+    EXPECT_EQ(result.tokens, ref["greedy"].get<std::vector<int64_t>>());
+  }
+}
+
+TEST(HfParity, Llava15Gqa) { check_case("llava15_gqa"); }
+TEST(HfParity, Llava15TiedEmbeddingsPositiveFeatureLayer) { check_case("llava15_tied_layer1"); }
+TEST(HfParity, Llava15FullStrategyKeepsCls) { check_case("llava15_full"); }
+TEST(HfParity, Llava15FeatureLayerList) { check_case("llava15_layers"); }
+TEST(HfParity, NextGqaCustomPinpoints) { check_case("next_gqa_pins"); }
+TEST(HfParity, NextFeatureLayerList) { check_case("next_layers"); }
+
+// Under "full" the CLS token is a visual token: 577 per crop, and every reducing method is
+// refused by name rather than run on a patch geometry that leaves it out.
+TEST(HfParity, FullStrategyRefusesReducingMethods) {
+  if (!std::filesystem::exists(test::testdata_dir() + "/hf")) GTEST_SKIP() << "no HF parity data (ERA_HF_PARITY off)";
+  const auto c = read_json(case_dir("llava15_full") + "/case.json");
+  auto session = Session::open(c["bundle"].get<std::string>());
+  EXPECT_EQ(session.info().tokens_per_crop, 577);
+  Request req = request_for(c, c["images"][0]);
+  req.max_new_tokens = 1;
+  for (const char* method : {"era", "visionzip", "random"}) {
+    req.reduction.method = method;
+    req.reduction.tokens = 64;
+    try {
+      session.generate(req);
+      ADD_FAILURE() << method << " ran on a CLS-keeping bundle";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << method;
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + method + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("vision_feature_select_strategy"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace era

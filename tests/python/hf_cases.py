@@ -1,0 +1,55 @@
+"""The Hugging Face parity cases: which tiny configurations transformers writes, and which images
+each one is run on. One row per case, one (width, height) per image: adding a configuration or an
+image size is one line here (a new case also needs its one-line TEST in tests/model/
+test_hf_parity.cpp, which names the cases it checks).
+
+Geometry is real (CLIP ViT patch 14 at 336 px: 24 x 24 patches per crop, LLaVA-NeXT's 336 px tiles);
+widths and depths are tiny so the whole HF part stays fast.
+
+Config keys are transformers' own (LlavaConfig / LlavaNextConfig, LlamaConfig text_config,
+CLIPVisionConfig vision_config); `text` / `vision` are merged over the defaults below.
+"""
+
+VISION = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3,
+          "num_attention_heads": 2, "image_size": 336, "patch_size": 14,
+          "projection_dim": 32, "hidden_act": "quick_gelu"}
+TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1024,
+        "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0}
+
+# LLaVA-1.5: square images agree between HF's processor and era's expand2square; non-square ones
+# use LlavaImageProcessor(do_pad=True), HF's own expand2square (pad with the mean colour, centre).
+IMAGES_15 = [(336, 336), (500, 500), (640, 480), (300, 560)]
+# LLaVA-NeXT (anyres): different best resolutions, unpad on either axis, the 3-tile pinpoints.
+IMAGES_NEXT = [(640, 480), (480, 640), (500, 500), (1000, 330), (300, 900)]
+
+CASES = {
+    # GQA, llava-hf's defaults otherwise (feature layer -2, CLS dropped)
+    "llava15_gqa": {"arch": "llava", "images": IMAGES_15, "seed": 1,
+                    "text": {"num_key_value_heads": 2, "rms_norm_eps": 1e-5}},
+    # tied embeddings, a positive feature layer, another RoPE base and epsilon, multi-head
+    "llava15_tied_layer1": {"arch": "llava", "images": IMAGES_15[:2],
+                            "text": {"tie_word_embeddings": True, "rope_theta": 1e6,
+                                     "rms_norm_eps": 1e-6},
+                            "top": {"vision_feature_layer": 1}},
+    # the CLS token kept: 577 visual tokens
+    "llava15_full": {"arch": "llava", "images": IMAGES_15[1:3],
+                     "top": {"vision_feature_select_strategy": "full",
+                             "vision_feature_layer": -1}},
+    # several feature layers, concatenated along the hidden dim (projector in = 2 x 32)
+    "llava15_layers": {"arch": "llava", "images": IMAGES_15[2:4],
+                       "text": {"num_key_value_heads": 1},
+                       "top": {"vision_feature_layer": [-3, -1]}},
+    # NeXT with GQA, last feature layer, custom pinpoints in a non-default order
+    "next_gqa_pins": {"arch": "llava_next", "images": IMAGES_NEXT,
+                      "text": {"num_key_value_heads": 2, "rope_theta": 500000.0},
+                      "top": {"vision_feature_layer": -1,
+                              "image_grid_pinpoints": [[672, 336], [336, 672], [336, 1008],
+                                                       [1008, 336], [672, 672]]}},
+    # NeXT with a list of feature layers
+    "next_layers": {"arch": "llava_next", "images": IMAGES_NEXT[:2],
+                    "top": {"vision_feature_layer": [1, -2]}},
+}
+
+QUESTION = "What is shown in this image?"
+GREEDY_TOKENS = 32

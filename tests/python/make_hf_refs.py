@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Hugging Face parity fixture: tiny random checkpoints written BY TRANSFORMERS ITSELF (a second,
+independent checkpoint writer beside tools/era_tools/make_tiny_llava.py), exported by era, and
+transformers' own forward / generate as the reference.
+
+    make_hf_refs.py --out DIR [--case NAME ...]
+
+For every case of hf_cases.CASES:
+  DIR/<case>/checkpoint/  LlavaForConditionalGeneration / LlavaNextForConditionalGeneration from
+                          the case's config, save_pretrained (safetensors), with the processor
+                          (LlavaProcessor + LlavaImageProcessorPil(do_pad) / LlavaNextProcessor +
+                          LlavaNextImageProcessorPil, LlamaTokenizer built from the same
+                          SentencePiece tokenizer.model make_tiny_llava trains) saved beside
+  DIR/<case>/bundle/      era's export of that folder (float32)
+  DIR/<case>/<k>/         per image k: image.png, and transformers' outputs for the vicuna_v1
+                          prompt with that image:
+      pixel_values.npy    [crops,3,S,S] float32, the processor's pixel_values
+      logits.npy          [L,V] float32, the model's forward logits at every prompt position
+      tokens.json         {"input_ids": the processor's ids (image tokens expanded),
+                           "image_token_id", "visual_tokens", "greedy": 32 generate() tokens,
+                           "eos_in_greedy", "min_greedy_margin"}
+  DIR/<case>/case.json    {"arch", "bundle", "question", "images": [{"dir", "png", "width",
+                           "height"}], "config": the case row}
+
+Greedy decoding never stops at EOS on either side (era: stop_at_eos false; here eos_token_id is
+cleared), so all 32 tokens are compared; whether EOS is among them is recorded. The smallest
+top-1 / top-2 logit gap along the greedy path is recorded too: a near-tie would make the
+comparison flaky, and the fixture refuses one below 1e-4 (pick another seed).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+
+import hf_cases
+from era_tools import export_llava
+from era_tools.make_tiny_llava import train_tokenizer
+from references.fixture_files import save, write_json
+from references.prompt_reference import vicuna_v1_prompt
+from references.synthetic_image import synth
+
+IMAGE_TOKEN_ID, PAD_TOKEN_ID = 1000, 1001  # right after the 1000 SentencePiece pieces
+MIN_MARGIN = 1e-4  # ~100x the fp32 differences between implementations (logits ~1e-6 abs)
+
+
+def hf_tokenizer(tokenizer_model):
+    """transformers' LlamaTokenizer converted from the SentencePiece model era reads, with
+    <image> and <pad> appended as special tokens (ids 1000, 1001). BOS is added as LLaVA does."""
+    from transformers import LlamaTokenizer
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copyfile(tokenizer_model, os.path.join(tmp, "tokenizer.model"))
+        # legacy=True: SentencePiece's dummy prefix after <image> ("▁" then "\n"), as original
+        # LLaVA's tokenizer_image_token and era encode the text chunk after each image; with
+        # legacy=False transformers drops that "▁" and the prompts differ by one token.
+        tok = LlamaTokenizer.from_pretrained(tmp, add_bos_token=True, add_eos_token=False,
+                                             legacy=True)
+    tok.add_tokens(["<image>"], special_tokens=True)  # ids in the order added: <image> first
+    tok.add_special_tokens({"pad_token": "<pad>"})
+    got = (tok.convert_tokens_to_ids("<image>"), tok.convert_tokens_to_ids("<pad>"))
+    if len(tok) != 1002 or got != (IMAGE_TOKEN_ID, PAD_TOKEN_ID):
+        raise SystemExit(f"make_hf_refs: unexpected tokenizer ids {got}, size {len(tok)}")
+    return tok
+
+
+def build(case, tok):
+    import transformers as tf
+    row = hf_cases.CASES[case]
+    text = tf.LlamaConfig(**dict(hf_cases.TEXT, **row.get("text", {})))
+    vision = tf.CLIPVisionConfig(**dict(hf_cases.VISION, **row.get("vision", {})))
+    image_token_id, pad_token_id = IMAGE_TOKEN_ID, PAD_TOKEN_ID
+    top = dict(row.get("top", {}))
+    strategy = top.get("vision_feature_select_strategy", "default")
+    if row["arch"] == "llava":
+        cfg = tf.LlavaConfig(text_config=text, vision_config=vision, image_token_index=image_token_id,
+                             pad_token_id=pad_token_id, **top)
+        model_cls, proc_cls = tf.LlavaForConditionalGeneration, tf.LlavaProcessor
+        image_processor = tf.LlavaImageProcessorPil(
+            size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}, do_pad=True)
+    else:
+        cfg = tf.LlavaNextConfig(text_config=text, vision_config=vision,
+                                 image_token_index=image_token_id, pad_token_id=pad_token_id, **top)
+        model_cls, proc_cls = tf.LlavaNextForConditionalGeneration, tf.LlavaNextProcessor
+        image_processor = tf.LlavaNextImageProcessorPil(
+            size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336},
+            image_grid_pinpoints=cfg.image_grid_pinpoints)
+    # Wider than transformers' 0.02 init so greedy choices are not near-ties.
+    cfg.text_config.initializer_range = 0.2
+    cfg.vision_config.initializer_range = 0.2
+    cfg.initializer_range = 0.2
+    # a case may pin its own seed ("seed") when the default one gives a greedy near-tie
+    torch.manual_seed(row.get("seed", sum(map(ord, case))))
+    model = model_cls(cfg).eval()
+    # CLS kept ("full") adds one token per crop to the processor's expansion.
+    processor = proc_cls(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                         vision_feature_select_strategy=strategy, image_token="<image>",
+                         num_additional_image_tokens=1)
+    return model, processor
+
+
+def references(model, processor, image, prompt, out):
+    os.makedirs(out, exist_ok=True)
+    inputs = processor(images=image, text=prompt, return_tensors="pt")
+    pixels = inputs["pixel_values"]
+    if pixels.dim() == 5:  # NeXT: [images, crops, 3, S, S]
+        pixels = pixels[0]
+    ids = inputs["input_ids"][0].tolist()
+    with torch.no_grad():
+        logits = model(**inputs).logits[0].float()
+        gen = model.generate(**inputs, max_new_tokens=hf_cases.GREEDY_TOKENS, do_sample=False,
+                             eos_token_id=None, pad_token_id=PAD_TOKEN_ID,
+                             output_scores=True, return_dict_in_generate=True)
+    greedy = gen.sequences[0, len(ids):].tolist()
+    if len(greedy) != hf_cases.GREEDY_TOKENS:
+        raise SystemExit(f"make_hf_refs: {out}: generate gave {len(greedy)} tokens")
+    margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in gen.scores]
+    if min(margins) < MIN_MARGIN:
+        raise SystemExit(f"make_hf_refs: {out}: greedy step {int(np.argmin(margins))} is a near-tie "
+                         f"({min(margins):.2g}): the comparison would be flaky")
+    save(out, "pixel_values.npy", pixels.float())
+    save(out, "logits.npy", logits)
+    write_json(out, "tokens.json", {
+        "input_ids": ids, "image_token_id": IMAGE_TOKEN_ID,
+        "visual_tokens": sum(1 for i in ids if i == IMAGE_TOKEN_ID), "greedy": greedy,
+        "eos_in_greedy": 2 in greedy, "min_greedy_margin": min(margins)})
+
+
+def make_case(case, out):
+    start = time.time()
+    row = hf_cases.CASES[case]
+    folder = os.path.join(out, case)
+    ckpt, bundle = os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    # one tokenizer per case: the cases are separate ctest fixtures that may run in parallel
+    tokenizer_model = os.path.join(folder, "tokenizer.model")
+    train_tokenizer(tokenizer_model)
+    tok = hf_tokenizer(tokenizer_model)
+    model, processor = build(case, tok)
+    model.save_pretrained(ckpt, safe_serialization=True)
+    processor.save_pretrained(ckpt)
+    if not os.path.isfile(os.path.join(ckpt, "tokenizer.model")):
+        shutil.copyfile(tokenizer_model, os.path.join(ckpt, "tokenizer.model"))
+    if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
+        raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
+    prompt = vicuna_v1_prompt(hf_cases.QUESTION)
+    images = []
+    for k, (w, h) in enumerate(row["images"]):
+        d = os.path.join(folder, str(k))
+        os.makedirs(d, exist_ok=True)
+        png = os.path.join(d, "image.png")
+        Image.fromarray(synth(w, h, seed=k)).save(png)
+        references(model, processor, Image.open(png).convert("RGB"), prompt, d)
+        images.append({"dir": d, "png": png, "width": w, "height": h})
+    write_json(folder, "case.json", {"arch": row["arch"], "bundle": bundle, "checkpoint": ckpt,
+                                     "question": hf_cases.QUESTION, "images": images,
+                                     "config": {k: v for k, v in row.items() if k != "images"}})
+    print(f"make_hf_refs: {case}: {len(images)} image(s) in {time.time() - start:.1f} s")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--case", action="append", choices=sorted(hf_cases.CASES))
+    args = p.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    for case in args.case or hf_cases.CASES:
+        make_case(case, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
