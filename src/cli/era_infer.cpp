@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -25,7 +26,7 @@ struct Flags {
   std::vector<std::string> images;
   std::string prompt;
   bool stats = false, json = false, no_template = false;
-  std::string dump_preprocessed, dump_tokens;
+  std::string dump_preprocessed, dump_tokens, dump_prompt;
   std::string save_viz, attn_report;
 };
 
@@ -107,6 +108,32 @@ void dump_tokens(const std::string& path, const era::PreparedInput& in) {
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
 }
 
+// The decoder's exact input after reduction and its logits at every prompt position, for an
+// outside implementation to reproduce (tests/python/test_hf_lar.py feeds them to transformers).
+void dump_prompt(const std::string& dir, era::Session& session, const era::Request& req) {
+  const era::debug::PromptTensors p = era::debug::prompt(session, req);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw era::Error(era::ErrorCode::kInvalidArgument, "--dump-prompt: cannot create " + dir + ": " + ec.message());
+  const auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  // float32 whatever the model dtype, batch dimension dropped: one request, one sequence
+  era::write_npy(file("embeds.npy"), p.embeds[0].to(torch::kCPU, torch::kFloat));
+  era::write_npy(file("positions.npy"), p.positions[0].to(torch::kCPU, torch::kLong));
+  const torch::Tensor bias = p.key_log_bias[0].to(torch::kCPU, torch::kFloat);
+  era::write_npy(file("key_log_bias.npy"), bias);
+  era::write_npy(file("layer_scales.npy"), torch::tensor(p.layer_bias_scale, torch::kFloat));
+  era::write_npy(file("prompt_logits.npy"), p.logits.to(torch::kCPU, torch::kFloat));
+  const nlohmann::ordered_json j = {{"method", req.reduction.method},
+                                    {"prompt_tokens", p.embeds.size(1)},
+                                    {"visual_tokens", p.visual_tokens},
+                                    {"biased_keys", bias.ne(0).sum().item<int64_t>()},
+                                    {"hidden_size", p.embeds.size(2)},
+                                    {"vocab_size", p.logits.size(-1)},
+                                    {"layers", p.layer_bias_scale.size()}};
+  std::ofstream out(file("prompt.json"));
+  if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + file("prompt.json"));
+}
+
 // One PNG per crop: FILE for a single LLaVA-1.5 image; otherwise FILE with _<image> (and _<crop>
 // for LLaVA-NeXT, crop 0 = the base image) before the extension.
 void save_pictures(const std::string& path, const era::PreparedInput& in, const era::Result& r, const era::ModelInfo& info) {
@@ -164,6 +191,7 @@ int run(const Flags& f) {
     in = std::move(prepared);
     if (!f.dump_tokens.empty()) dump_tokens(f.dump_tokens, in);
   }
+  if (!f.dump_prompt.empty()) dump_prompt(f.dump_prompt, session, req);
   if (!f.json) {
     req.on_text = [](const std::string& delta) {
       std::fwrite(delta.data(), 1, delta.size(), stdout);
@@ -214,5 +242,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", f.json, "print one JSON object (answer, tokens, stats) instead of streaming");
   app.add_option("--dump-preprocessed", f.dump_preprocessed, "write the float32 pixel tensor fed to the vision tower (.npy)");
   app.add_option("--dump-tokens", f.dump_tokens, "write the prompt token ids, image placeholders marked (.json)");
+  app.add_option("--dump-prompt", f.dump_prompt,
+                 "write the decoder's input after reduction (embeds, positions, LAR log b per key, per-layer LAR "
+                 "scales) and the logits at every prompt position to this folder (.npy + prompt.json)");
   return era::cli::run_tool("era_infer", app, argc, argv, [&] { return run(f); });
 }
