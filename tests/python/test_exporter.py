@@ -486,8 +486,16 @@ class DecoderAttentionTest(unittest.TestCase):
         for layer in dec.layers:
             layer.self_attn.core = lm.SdpaAttention(scale)
         saved = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
-        if saved is None:
-            torch.nn.functional.scaled_dot_product_attention = stand_in
+
+        def recording_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+            # torch >= 2.1: the real kernel, with the float masks it is handed recorded
+            if attn_mask is not None and attn_mask.dtype != torch.bool:
+                self.assertEqual(attn_mask.dtype, q.dtype)
+                float_masks.append(list(attn_mask.shape))
+            return saved(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                         scale=scale)
+
+        torch.nn.functional.scaled_dot_product_attention = stand_in if saved is None else recording_sdpa
         try:
             for lar_path in (0, 1):
                 with self.subTest(lar_path=lar_path):
@@ -502,6 +510,8 @@ class DecoderAttentionTest(unittest.TestCase):
         finally:
             if saved is None:
                 del torch.nn.functional.scaled_dot_product_attention
+            else:
+                torch.nn.functional.scaled_dot_product_attention = saved
 
     def test_rope_is_neox_rotation(self):
         """rotate_half RoPE == rotating the pairs (i, i + d/2) by pos * theta^(-2i/d)."""
