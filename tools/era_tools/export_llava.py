@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from .hf_checkpoint import CheckpointError, load_checkpoint
+from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_image_mode
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
 from .prompt_template import IMAGE_PLACEHOLDER, VICUNA_V1_SYSTEM
 from .safetensors_io import WeightsFileError
@@ -70,21 +70,34 @@ def parse_args(argv=None):
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
                    help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
     p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
+    p.add_argument("--image-mode", choices=list(IMAGE_MODES), default=None,
+                   help="LLaVA-1.5 image preprocessing: pad = LLaVA's expand2square in the mean "
+                        "colour (the paper's / LLaVA eval scripts' numbers), crop = "
+                        "CLIPImageProcessor's shortest-edge resize + centre crop (transformers "
+                        "with llava-hf's processor); default: what the checkpoint's "
+                        "preprocessor_config.json does")
     return p.parse_args(argv)
 
 
 # ------------------------------------------------------------------------------------------------
 # manifest
 
-def make_manifest(ckpt, name, dtype_name, attention):
-    cfg, pre = ckpt.config, ckpt.preprocessor
-    v, t = cfg.vision, cfg.text
-    image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
-             "resample": pre.resample, "mean": pre.mean, "std": pre.std,
+def image_manifest(cfg, pre):
+    """The manifest's "image" section: how the C++ side turns an image into crops."""
+    image = {"aspect_ratio": pre.mode, "size": pre.crop_size,
+             "shortest_edge": pre.shortest_edge, "resample": pre.resample,
+             "mean": pre.mean, "std": pre.std,
              "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
     if cfg.is_next:
         # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
         image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
+    return image
+
+
+def make_manifest(ckpt, name, dtype_name, attention):
+    cfg, pre = ckpt.config, ckpt.preprocessor
+    v, t = cfg.vision, cfg.text
+    image = image_manifest(cfg, pre)
     return {
         "format": "era-bundle",
         "format_version": 1,
@@ -297,6 +310,7 @@ def install(tmp, out):
 def export(args):
     """export_llava.py's command: load and validate the checkpoint, then export_checkpoint()."""
     ckpt = load_checkpoint(args.checkpoint)
+    ckpt.preprocessor = with_image_mode(ckpt.preprocessor, args.image_mode, ckpt.config)
     print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
