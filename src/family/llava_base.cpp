@@ -5,16 +5,24 @@
 
 namespace era {
 
-LlavaFamilyBase::LlavaFamilyBase(const ModelBundle& bundle) : manifest_(bundle.manifest), bundle_dir_(bundle.dir) {
-  const auto& m = manifest_;
-  clip_.size = static_cast<int>(m.image.size);
-  clip_.mean = m.image.mean;
-  clip_.std = m.image.std;
-  clip_.pad_color = m.image.pad_color;
+ClipImageConfig clip_config(const ImageSpec& image) {
+  ClipImageConfig clip;
+  clip.size = static_cast<int>(image.size);
+  clip.shortest_edge = static_cast<int>(image.shortest_edge);
+  clip.mode = image.layout == ImageLayout::kCrop ? AspectMode::kCrop : AspectMode::kPad;
+  clip.filter = image.filter;
+  clip.mean = image.mean;
+  clip.std = image.std;
+  clip.pad_color = image.pad_color;
+  return clip;
 }
 
-void LlavaFamilyBase::require_layout(ImageLayout expected) const {
-  if (manifest_.image.layout == expected) return;
+LlavaFamilyBase::LlavaFamilyBase(const ModelBundle& bundle)
+    : manifest_(bundle.manifest), bundle_dir_(bundle.dir), clip_(clip_config(bundle.manifest.image)) {}
+
+void LlavaFamilyBase::require_layout(std::initializer_list<ImageLayout> allowed) const {
+  for (const ImageLayout layout : allowed)
+    if (manifest_.image.layout == layout) return;
   throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.aspect_ratio '" + manifest_.image.aspect_ratio +
                                       "' does not fit architecture " + manifest_.arch);
 }

@@ -5,7 +5,12 @@
 #include "family/model_family.h"
 #include "image/clip_preprocess.h"
 
+#include <initializer_list>
+
 namespace era {
+
+// The CLIP preprocessing settings a manifest's "image" section asks for.
+ClipImageConfig clip_config(const ImageSpec& image);
 
 class LlavaFamilyBase : public ModelFamily {
  public:
@@ -20,8 +25,8 @@ class LlavaFamilyBase : public ModelFamily {
  protected:
   // Vision tokens of one crop (576 for CLIP ViT-L/14 at 336 px).
   int64_t tokens_per_crop() const { return manifest_.vision.tokens_per_crop; }
-  // Refuses a manifest whose image layout is not `expected` (kBundle, naming the field).
-  void require_layout(ImageLayout expected) const;
+  // Refuses a manifest whose image layout is none of `allowed` (kBundle, naming the field).
+  void require_layout(std::initializer_list<ImageLayout> allowed) const;
 
   const Manifest& manifest_;
   const std::string bundle_dir_;

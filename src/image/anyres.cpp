@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "era/error.h"
 #include "image/pil_resize.h"
@@ -71,10 +72,13 @@ Resolution select_best_resolution(const Resolution& original, const std::vector<
   return best;
 }
 
-AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile) {
+AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile, PilFilter filter,
+                              int base_size) {
   if (rgb.empty() || rgb.type() != CV_8UC3)
     throw Error(ErrorCode::kInvalidArgument, "make_anyres_crops: expected a non-empty CV_8UC3 RGB image");
   if (tile <= 0) throw Error(ErrorCode::kInvalidArgument, "make_anyres_crops: tile size must be positive");
+  if (base_size < 0) throw Error(ErrorCode::kInvalidArgument, "make_anyres_crops: base size must not be negative");
+  if (base_size == 0) base_size = tile;
   if (pinpoints.empty()) throw Error(ErrorCode::kInvalidArgument, "make_anyres_crops: no grid pinpoints");
   for (const Resolution& p : pinpoints) {
     if (p.height <= 0 || p.width <= 0 || p.height % tile != 0 || p.width % tile != 0)
@@ -92,16 +96,16 @@ AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>&
   // Resize into the chosen resolution keeping the aspect ratio, then centre on a black canvas
   // (offset floored: the odd pixel of padding goes right/bottom, as HF's np.pad(p, p + remainder)).
   const Resolution fit = fitted_size(out.original, out.best);
-  const cv::Mat resized = pil_resize_bicubic(rgb, static_cast<int>(fit.width), static_cast<int>(fit.height));
+  const cv::Mat resized = pil_resize(rgb, static_cast<int>(fit.width), static_cast<int>(fit.height), filter);
   cv::Mat canvas(static_cast<int>(out.best.height), static_cast<int>(out.best.width), CV_8UC3, cv::Scalar(0, 0, 0));
   const int paste_x = static_cast<int>((out.best.width - fit.width) / 2);
   const int paste_y = static_cast<int>((out.best.height - fit.height) / 2);
   resized.copyTo(canvas(cv::Rect(paste_x, paste_y, resized.cols, resized.rows)));
 
   out.crops.reserve(static_cast<size_t>(1 + out.rows * out.cols));
-  // The base crop: the original image squashed to tile x tile (no aspect preservation; a copy if
-  // it already has that size).
-  out.crops.push_back(pil_resize_bicubic(rgb, tile, tile));
+  // The base crop: the original image squashed to base_size x base_size (no aspect preservation;
+  // a copy if it already has that size).
+  out.crops.push_back(pil_resize(rgb, base_size, base_size, filter));
   for (int64_t r = 0; r < out.rows; ++r) {
     for (int64_t c = 0; c < out.cols; ++c) {
       out.crops.push_back(
@@ -109,6 +113,13 @@ AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>&
     }
   }
   return out;
+}
+
+std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints,
+                                      const ClipImageConfig& clip) {
+  AnyresCrops anyres = make_anyres_crops(rgb, pinpoints, clip.size, clip.filter, clip.resize_edge());
+  for (cv::Mat& crop : anyres.crops) crop = clip_resize_crop(crop, clip);
+  return std::move(anyres.crops);
 }
 
 }  // namespace era

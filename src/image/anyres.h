@@ -4,6 +4,9 @@
 // squash the whole image to one extra 336 px base crop.
 #include <opencv2/core.hpp>
 
+#include "image/clip_preprocess.h"
+#include "image/pil_resize.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -40,9 +43,23 @@ struct AnyresCrops {
 //   (ceil of the double product as computed, like Python's math.ceil; not int(), not round())
 //   Pillow-exact bicubic resize to nw x nh, pasted on a black Wt x Ht canvas at
 //   ((Wt - nw) / 2, (Ht - nh) / 2) floored; tiles cut row-major;
-//   base = the original image squashed to tile x tile with Pillow bicubic (a copy if already so).
+//   base = the original image squashed to base_size x base_size (HF: size.shortest_edge; 0 means
+//   tile) with the same filter (a copy if already so).
+// Every resize uses `filter` (HF: the processor's resample). HF then runs each crop through the
+// CLIP resize + centre crop (clip_resize_crop), which is the identity when base_size == tile;
+// that step is the caller's (LlavaNextFamily), so these crops are the processor's patches.
 // Throws era::Error(kInvalidArgument) for a bad image, a non-positive tile, empty pinpoints or
 // pinpoints that are not positive multiples of `tile`.
-AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile);
+AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, int tile,
+                              PilFilter filter = PilFilter::kBicubic, int base_size = 0);
+
+// What HF's LlavaNextImageProcessor (PIL backend) gives the vision tower, as uint8 crops: the
+// base image and tiles of make_anyres_crops (tile = clip.size, base = clip.resize_edge(), filter =
+// clip.filter), each then through clip_resize_crop (resize its shortest edge to
+// clip.resize_edge(), centre crop clip.size): a tile is resized and cropped back only when the
+// checkpoint's size.shortest_edge differs from its crop_size. (clip.mode is not used: anyres
+// never expands to a square.)
+std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints,
+                                      const ClipImageConfig& clip);
 
 }  // namespace era

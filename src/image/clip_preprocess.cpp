@@ -61,16 +61,55 @@ torch::Tensor normalize_to_chw(const cv::Mat& rgb, const ClipImageConfig& config
   return out;
 }
 
-cv::Mat square_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config) {
-  require_rgb(rgb, "preprocess_llava_pad");
-  if (config.size <= 0)
-    throw Error(ErrorCode::kInvalidArgument, "preprocess_llava_pad: bad target size " + std::to_string(config.size));
-  cv::Mat square = rgb.cols == rgb.rows ? rgb : expand_to_square(rgb, config.pad_color);
-  return (square.cols == config.size) ? square : pil_resize_bicubic(square, config.size, config.size);
+cv::Mat resize_shortest_edge(const cv::Mat& rgb, int edge, PilFilter filter) {
+  require_rgb(rgb, "resize_shortest_edge");
+  if (edge <= 0) throw Error(ErrorCode::kInvalidArgument, "resize_shortest_edge: bad size " + std::to_string(edge));
+  const int64_t w = rgb.cols, h = rgb.rows;
+  const int64_t short_side = std::min(w, h), long_side = std::max(w, h);
+  // Python's int(edge * long / short): an exact integer product, a correctly rounded true
+  // division (both operands are far below 2^53, so the double division rounds the same), then
+  // truncation toward zero.
+  const auto new_long = static_cast<int>(static_cast<double>(edge * long_side) / static_cast<double>(short_side));
+  // HF's tie rule: width <= height counts the width as the short side.
+  const int out_w = w <= h ? edge : new_long;
+  const int out_h = w <= h ? new_long : edge;
+  if (out_w <= 0 || out_h <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "resize_shortest_edge: a " + std::to_string(w) + "x" + std::to_string(h) +
+                                                 " image resized to shortest edge " + std::to_string(edge) +
+                                                 " has an empty side");
+  return pil_resize(rgb, out_w, out_h, filter);
 }
 
-torch::Tensor preprocess_llava_pad(const cv::Mat& rgb, const ClipImageConfig& config) {
-  return normalize_to_chw(square_llava_pad(rgb, config), config);
+cv::Mat center_crop(const cv::Mat& rgb, int size) {
+  require_rgb(rgb, "center_crop");
+  if (size <= 0) throw Error(ErrorCode::kInvalidArgument, "center_crop: bad crop size " + std::to_string(size));
+  if (rgb.cols == size && rgb.rows == size) return rgb;
+  // Per axis: (source offset, destination offset, length).
+  auto axis = [size](int dim) {
+    if (dim >= size) return std::array<int, 3>{(dim - size) / 2, 0, size};
+    return std::array<int, 3>{0, (size - dim + 1) / 2, dim};  // ceil((size - dim) / 2)
+  };
+  const auto x = axis(rgb.cols), y = axis(rgb.rows);
+  cv::Mat out(size, size, CV_8UC3, cv::Scalar(0, 0, 0));
+  rgb(cv::Rect(x[0], y[0], x[2], y[2])).copyTo(out(cv::Rect(x[1], y[1], x[2], y[2])));
+  return out;
+}
+
+cv::Mat clip_resize_crop(const cv::Mat& rgb, const ClipImageConfig& config) {
+  return center_crop(resize_shortest_edge(rgb, config.resize_edge(), config.filter), config.size);
+}
+
+cv::Mat llava15_crop(const cv::Mat& rgb, const ClipImageConfig& config) {
+  require_rgb(rgb, "llava15_crop");
+  if (config.size <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "llava15_crop: bad target size " + std::to_string(config.size));
+  if (config.mode == AspectMode::kPad && rgb.cols != rgb.rows)
+    return clip_resize_crop(expand_to_square(rgb, config.pad_color), config);
+  return clip_resize_crop(rgb, config);
+}
+
+torch::Tensor preprocess_llava15(const cv::Mat& rgb, const ClipImageConfig& config) {
+  return normalize_to_chw(llava15_crop(rgb, config), config);
 }
 
 }  // namespace era

@@ -15,11 +15,33 @@ namespace {
 
 // Fixed-point layout of the integer weights: 32 bits minus 8 for the pixel value minus 2 guard bits.
 constexpr int kPrecisionBits = 32 - 8 - 2;
-constexpr double kFilterSupport = 2.0;  // bicubic support before antialias widening
+constexpr double kPi = 3.14159265358979323846;  // M_PI, as Pillow's C code uses it
 
-// Keys cubic convolution kernel with a = -0.5. Every operation is rounded separately (the volatile
-// temporaries stop a compiler from fusing them into FMAs under -mfma), as in a plain C build.
-double keys_cubic(double x) {
+// Pillow's convolution filters (the ones Image.resize runs through its separable resampler), each
+// written operation by operation as Pillow's C code does it. Every operation is rounded separately
+// (the volatile temporaries stop a compiler from fusing them into FMAs under -mfma), as in a plain
+// C build; sin/cos come from the same C library Pillow calls.
+double box_filter(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
+
+double bilinear_filter(double x) {
+  if (x < 0.0) x = -x;
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+double hamming_filter(double x) {
+  if (x < 0.0) x = -x;
+  if (x == 0.0) return 1.0;
+  if (x >= 1.0) return 0.0;
+  volatile double px = x * kPi;
+  // Pillow writes the window as 0.54f + 0.46f * cos(x): float constants widened to double.
+  volatile double window = static_cast<double>(0.46f) * std::cos(px);
+  window = static_cast<double>(0.54f) + window;
+  volatile double sinc = std::sin(px) / px;
+  return sinc * window;
+}
+
+// Keys cubic convolution kernel with a = -0.5.
+double bicubic_filter(double x) {
   constexpr double a = -0.5;
   if (x < 0.0) x = -x;
   volatile double t;
@@ -40,6 +62,38 @@ double keys_cubic(double x) {
   return 0.0;
 }
 
+double sinc_filter(double x) {
+  if (x == 0.0) return 1.0;
+  volatile double px = x * kPi;
+  return std::sin(px) / px;
+}
+
+double lanczos_filter(double x) {
+  // Truncated sinc, a = 3.
+  if (-3.0 <= x && x < 3.0) {
+    volatile double a = sinc_filter(x);
+    volatile double b = sinc_filter(x / 3.0);
+    return a * b;
+  }
+  return 0.0;
+}
+
+struct FilterKernel {
+  double (*fn)(double);
+  double support;  // before antialias widening
+};
+
+FilterKernel kernel_of(PilFilter filter) {
+  switch (filter) {
+    case PilFilter::kBox: return {box_filter, 0.5};
+    case PilFilter::kBilinear: return {bilinear_filter, 1.0};
+    case PilFilter::kHamming: return {hamming_filter, 1.0};
+    case PilFilter::kBicubic: return {bicubic_filter, 2.0};
+    case PilFilter::kLanczos: return {lanczos_filter, 3.0};
+  }
+  throw Error(ErrorCode::kInvalidArgument, "pil_resize: unknown filter");
+}
+
 // Integer filter taps for one axis: output index o reads `count[o]` input samples starting at
 // `first[o]`, weighted by weights[o * ksize + i].
 struct AxisTaps {
@@ -49,11 +103,11 @@ struct AxisTaps {
   std::vector<int32_t> weights;
 };
 
-AxisTaps compute_taps(int in_size, int out_size) {
+AxisTaps compute_taps(int in_size, int out_size, const FilterKernel& kernel) {
   AxisTaps taps;
   const double scale = static_cast<double>(in_size) / out_size;
   const double filterscale = scale < 1.0 ? 1.0 : scale;
-  const double support = kFilterSupport * filterscale;
+  const double support = kernel.support * filterscale;
   const double inv_filterscale = 1.0 / filterscale;
   taps.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   taps.first.resize(out_size);
@@ -73,7 +127,7 @@ AxisTaps compute_taps(int in_size, int out_size) {
     double sum = 0.0;
     for (int i = 0; i < n; ++i) {
       const double d = static_cast<double>(i + lo) - center + 0.5;
-      w[i] = keys_cubic(d * inv_filterscale);
+      w[i] = kernel.fn(d * inv_filterscale);
       sum += w[i];
     }
     int32_t* k = &taps.weights[static_cast<size_t>(o) * taps.ksize];
@@ -151,12 +205,13 @@ void run_horizontal(int channels, const cv::Mat& src, cv::Mat& dst, int row0, co
 
 }  // namespace
 
-cv::Mat pil_resize_bicubic_u8(const cv::Mat& src, int out_w, int out_h) {
+cv::Mat pil_resize_u8(const cv::Mat& src, int out_w, int out_h, PilFilter filter) {
   if (src.empty() || src.depth() != CV_8U || src.channels() < 1 || src.channels() > 4 || src.dims != 2)
-    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: expected a non-empty 8-bit image with 1-4 channels");
+    throw Error(ErrorCode::kInvalidArgument, "pil_resize: expected a non-empty 8-bit image with 1-4 channels");
   if (out_w <= 0 || out_h <= 0)
-    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: bad output size " + std::to_string(out_w) + "x" +
+    throw Error(ErrorCode::kInvalidArgument, "pil_resize: bad output size " + std::to_string(out_w) + "x" +
                                                  std::to_string(out_h));
+  const FilterKernel kernel = kernel_of(filter);
   const int channels = src.channels();
   const int in_w = src.cols, in_h = src.rows;
   if (in_w == out_w && in_h == out_h) {
@@ -169,10 +224,10 @@ cv::Mat pil_resize_bicubic_u8(const cv::Mat& src, int out_w, int out_h) {
 
   cv::Mat out(out_h, out_w, CV_MAKETYPE(CV_8U, channels));
   if (need_h && !need_v) {
-    run_horizontal(channels, src, out, 0, compute_taps(in_w, out_w));
+    run_horizontal(channels, src, out, 0, compute_taps(in_w, out_w, kernel));
     return out;
   }
-  const AxisTaps vtaps = compute_taps(in_h, out_h);
+  const AxisTaps vtaps = compute_taps(in_h, out_h, kernel);
   if (!need_h) {
     vertical_pass(src, out, 0, vtaps);
     return out;
@@ -181,15 +236,39 @@ cv::Mat pil_resize_bicubic_u8(const cv::Mat& src, int out_w, int out_h) {
   const int row_first = vtaps.first.front();
   const int row_last = vtaps.first.back() + vtaps.count.back();
   cv::Mat tmp(row_last - row_first, out_w, CV_MAKETYPE(CV_8U, channels));
-  run_horizontal(channels, src, tmp, row_first, compute_taps(in_w, out_w));
+  run_horizontal(channels, src, tmp, row_first, compute_taps(in_w, out_w, kernel));
   vertical_pass(tmp, out, row_first, vtaps);
   return out;
 }
 
+cv::Mat pil_resize(const cv::Mat& src_u8c3, int out_w, int out_h, PilFilter filter) {
+  if (src_u8c3.type() != CV_8UC3) throw Error(ErrorCode::kInvalidArgument, "pil_resize: expected a CV_8UC3 RGB image");
+  return pil_resize_u8(src_u8c3, out_w, out_h, filter);
+}
+
 cv::Mat pil_resize_bicubic(const cv::Mat& src_u8c3, int out_w, int out_h) {
-  if (src_u8c3.type() != CV_8UC3)
-    throw Error(ErrorCode::kInvalidArgument, "pil_resize_bicubic: expected a CV_8UC3 RGB image");
-  return pil_resize_bicubic_u8(src_u8c3, out_w, out_h);
+  return pil_resize(src_u8c3, out_w, out_h, PilFilter::kBicubic);
+}
+
+cv::Mat pil_resize_bicubic_u8(const cv::Mat& src_u8, int out_w, int out_h) {
+  return pil_resize_u8(src_u8, out_w, out_h, PilFilter::kBicubic);
+}
+
+std::optional<PilFilter> pil_filter_from_name(const std::string& name) {
+  for (const PilFilter f : kPilFilters)
+    if (name == pil_filter_name(f)) return f;
+  return std::nullopt;
+}
+
+const char* pil_filter_name(PilFilter filter) {
+  switch (filter) {
+    case PilFilter::kBox: return "box";
+    case PilFilter::kBilinear: return "bilinear";
+    case PilFilter::kHamming: return "hamming";
+    case PilFilter::kBicubic: return "bicubic";
+    case PilFilter::kLanczos: return "lanczos";
+  }
+  return "?";
 }
 
 }  // namespace era

@@ -36,7 +36,55 @@ void require(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kBundle, where + ": " + what);
 }
 
+// The "image" object; field names in errors are spelled from the manifest root ("image.x").
+ImageSpec read_image(const json& image, int64_t vision_image_size, const std::string& path) {
+  const json root = {{"image", image}};
+  const json& j = root;
+  ImageSpec im;
+  // The one place the layout is read as a string; the model family checks it fits its arch.
+  im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
+  require(im.aspect_ratio == "pad" || im.aspect_ratio == "crop" || im.aspect_ratio == "anyres", path,
+          "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, crop, anyres");
+  im.layout = im.aspect_ratio == "anyres" ? ImageLayout::kAnyres
+              : im.aspect_ratio == "crop" ? ImageLayout::kCrop
+                                          : ImageLayout::kPad;
+  if (im.layout == ImageLayout::kAnyres) {
+    for (const auto& hw : field<std::vector<std::array<int64_t, 2>>>(j, "image.grid_pinpoints", path)) {
+      require(hw[0] > 0 && hw[1] > 0 && hw[0] % vision_image_size == 0 && hw[1] % vision_image_size == 0, path,
+              "image.grid_pinpoints must be positive multiples of the image size");
+      im.grid_pinpoints.push_back({hw[0], hw[1]});
+    }
+    require(!im.grid_pinpoints.empty(), path, "image.grid_pinpoints is empty");
+  }
+  im.size = field<int64_t>(j, "image.size", path);
+  im.mean = field<std::array<float, 3>>(j, "image.mean", path);
+  im.std = field<std::array<float, 3>>(j, "image.std", path);
+  im.pad_color = field<std::array<uint8_t, 3>>(j, "image.pad_color", path);
+  require(im.size == vision_image_size, path, "image.size differs from vision.image_size");
+  // Bundles exported before these fields existed resized straight to the crop size, bicubic.
+  im.shortest_edge = image.contains("shortest_edge") ? field<int64_t>(j, "image.shortest_edge", path) : im.size;
+  require(im.shortest_edge > 0 && im.shortest_edge <= 65536, path,
+          "image.shortest_edge " + std::to_string(im.shortest_edge) + " is not a positive size");
+  if (image.contains("resample")) im.resample = field<std::string>(j, "image.resample", path);
+  const auto filter = pil_filter_from_name(im.resample);
+  require(filter.has_value(), path,
+          "image.resample '" + im.resample + "' is not one of box, bilinear, hamming, bicubic, lanczos");
+  im.filter = *filter;
+  return im;
+}
+
 }  // namespace
+
+ImageSpec parse_image_spec(const std::string& image_json, int64_t vision_image_size, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(image_json);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kBundle, where + ": not valid JSON (" + e.what() + ")");
+  }
+  require(j.is_object(), where, "field 'image' is not an object");
+  return read_image(j, vision_image_size, where);
+}
 
 Manifest read_manifest(const std::string& bundle_dir) {
   const std::string path = bundle_dir + "/manifest.json";
@@ -143,25 +191,8 @@ Manifest read_manifest(const std::string& bundle_dir) {
     }
   }
 
-  auto& im = m.image;
-  // The one place the layout is read as a string; the model family checks it fits its arch.
-  im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
-  require(im.aspect_ratio == "pad" || im.aspect_ratio == "anyres", path,
-          "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, anyres");
-  im.layout = im.aspect_ratio == "anyres" ? ImageLayout::kAnyres : ImageLayout::kPad;
-  if (im.layout == ImageLayout::kAnyres) {
-    for (const auto& hw : field<std::vector<std::array<int64_t, 2>>>(j, "image.grid_pinpoints", path)) {
-      require(hw[0] > 0 && hw[1] > 0 && hw[0] % v.image_size == 0 && hw[1] % v.image_size == 0, path,
-              "image.grid_pinpoints must be positive multiples of the image size");
-      im.grid_pinpoints.push_back({hw[0], hw[1]});
-    }
-    require(!im.grid_pinpoints.empty(), path, "image.grid_pinpoints is empty");
-  }
-  im.size = field<int64_t>(j, "image.size", path);
-  im.mean = field<std::array<float, 3>>(j, "image.mean", path);
-  im.std = field<std::array<float, 3>>(j, "image.std", path);
-  im.pad_color = field<std::array<uint8_t, 3>>(j, "image.pad_color", path);
-  require(im.size == v.image_size, path, "image.size differs from vision.image_size");
+  require(j.contains("image"), path, "missing field 'image'");
+  m.image = read_image(j["image"], v.image_size, path);
 
   // An unknown template must not be prompted in some other style: the answers would be garbage.
   const std::string tmpl_name = field<std::string>(j, "prompt.template", path);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "image/anyres.h"
+#include "image/pil_resize.h"
 #include "text/prompt.h"
 
 namespace era {
@@ -62,14 +63,19 @@ struct TokenSpec {
   std::vector<AddedToken> added_tokens;
 };
 
-// How images become crops: one padded square (LLaVA-1.5) or anyres tiles (LLaVA-NeXT).
-enum class ImageLayout { kPad, kAnyres };
+// How images become crops (manifest image.aspect_ratio): LLaVA-1.5 expands the image to a square
+// ("pad", LLaVA's own evaluation) or not ("crop", HF's CLIPImageProcessor) before the CLIP
+// shortest-edge resize + centre crop; LLaVA-NeXT cuts anyres tiles ("anyres").
+enum class ImageLayout { kPad, kCrop, kAnyres };
 
 struct ImageSpec {
-  std::string aspect_ratio = "pad";  // as the manifest spells it: "pad" or "anyres"
+  std::string aspect_ratio = "pad";  // as the manifest spells it: "pad", "crop" or "anyres"
   ImageLayout layout = ImageLayout::kPad;
   std::vector<Resolution> grid_pinpoints;  // anyres candidates, (height, width) as HF reads them
-  int64_t size = 336;
+  int64_t size = 336;           // the centre crop (the vision tower's image size)
+  int64_t shortest_edge = 336;  // the CLIP resize target of the shortest edge (bundles without the field: size)
+  std::string resample = "bicubic";  // as the manifest spells it (bundles without the field: bicubic)
+  PilFilter filter = PilFilter::kBicubic;
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
   std::array<uint8_t, 3> pad_color{};
@@ -96,5 +102,10 @@ struct Manifest {
 
 // Reads and validates DIR/manifest.json; throws era::Error(kBundle) naming the field at fault.
 Manifest read_manifest(const std::string& bundle_dir);
+
+// Parses a manifest's "image" object given as JSON text (what read_manifest does for the "image"
+// field; for tools and tests that check preprocessing without a whole bundle). `vision_image_size`
+// is vision.image_size; errors (kBundle) are prefixed with `where` and name the field.
+ImageSpec parse_image_spec(const std::string& image_json, int64_t vision_image_size, const std::string& where);
 
 }  // namespace era

@@ -1,10 +1,12 @@
-// Pillow-exact bicubic resize: C++ on the exact pixels Pillow resized vs Pillow's output.
+// Pillow-exact resize (every convolution filter): C++ on the exact pixels Pillow resized vs Pillow's output.
 #include "image/pil_resize.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include <opencv2/imgproc.hpp>
 
@@ -25,12 +27,16 @@ TEST(PilResizeTest, BitExactWithPillow) {
   const auto& cases = image_manifest()["resize"];
   ASSERT_GE(cases.size(), 20u);
   int exact = 0;
+  std::set<std::string> filters;
   for (const auto& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const cv::Mat src = mat_from_hwc(read_npy(image_path(c["src"])));
     const torch::Tensor want = read_npy(image_path(c["ref"]));
     const int ow = c["out_w"], oh = c["out_h"];
-    const cv::Mat got = src.channels() == 3 ? pil_resize_bicubic(src, ow, oh) : pil_resize_bicubic_u8(src, ow, oh);
+    const auto filter = pil_filter_from_name(c["filter"]);
+    ASSERT_TRUE(filter.has_value()) << c["filter"];
+    filters.insert(pil_filter_name(*filter));
+    const cv::Mat got = src.channels() == 3 ? pil_resize(src, ow, oh, *filter) : pil_resize_u8(src, ow, oh, *filter);
     ASSERT_EQ(got.cols, ow);
     ASSERT_EQ(got.rows, oh);
     ASSERT_TRUE(got.isContinuous());
@@ -39,6 +45,27 @@ TEST(PilResizeTest, BitExactWithPillow) {
     exact += mismatch.empty();
   }
   std::cout << "[ resize   ] " << exact << "/" << cases.size() << " cases bit-exact with Pillow\n";
+  EXPECT_EQ(filters.size(), kPilFilters.size());  // every filter a manifest can name was checked
+}
+
+TEST(PilResizeTest, FilterNamesRoundTripAndOthersAreRefused) {
+  for (const PilFilter f : kPilFilters) EXPECT_EQ(pil_filter_from_name(pil_filter_name(f)), f);
+  EXPECT_FALSE(pil_filter_from_name("nearest").has_value());
+  EXPECT_FALSE(pil_filter_from_name("Bicubic").has_value());
+  EXPECT_FALSE(pil_filter_from_name("").has_value());
+}
+
+// The filters differ: the same downscale gives different bytes per filter (so a filter that is
+// recorded but not used would show).
+TEST(PilResizeTest, FiltersGiveDifferentPixels) {
+  ERA_REQUIRE_IMAGE_FIXTURE();
+  const cv::Mat src = mat_from_hwc(read_npy(image_path(image_manifest()["resize"][0]["src"])));
+  std::vector<cv::Mat> outs;
+  for (const PilFilter f : kPilFilters) outs.push_back(pil_resize(src, 211, 157, f));
+  for (size_t a = 0; a < outs.size(); ++a)
+    for (size_t b = a + 1; b < outs.size(); ++b)
+      EXPECT_GT(cv::norm(outs[a], outs[b], cv::NORM_INF), 0.0) << pil_filter_name(kPilFilters[a]) << " vs "
+                                                                << pil_filter_name(kPilFilters[b]);
 }
 
 TEST(PilResizeTest, GenericChannelPathMatchesRgbPath) {

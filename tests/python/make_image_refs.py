@@ -8,7 +8,10 @@ Writes into --out:
                 <case>.rgb.npy          Pillow-decoded RGB uint8 [H,W,3] (Image.open().convert("RGB"))
                 <case>.pad<S>.npy       pil_reference.preprocess_pad(...) float32 [3,S,S]
                 resize_<i>.src.npy      a synthetic uint8 image [H,W,C] (C = 3 or 1)
-                resize_<i>.ref.npy      Pillow's BICUBIC resize of it
+                resize_<i>.ref.npy      Pillow's resize of it with the case's filter (bicubic,
+                                        bilinear, box, hamming, lanczos)
+                llava15_<i>.npy         pil_reference.preprocess_llava15 of a decoded image in
+                                        one mode ("pad" / "crop"), shortest edge, crop and filter
   npy/        arrays saved by numpy for the .npy reader/writer tests
   manifest.json listing every case (paths relative to --out).
 
@@ -34,7 +37,7 @@ from references.synthetic_image import synth
 class Fixture:
     def __init__(self, out):
         self.out = out
-        self.manifest = {"decode": [], "resize": [], "errors": [], "npy": []}
+        self.manifest = {"decode": [], "resize": [], "llava15": [], "errors": [], "npy": []}
 
     def rel(self, *parts):
         return os.path.join(*parts)
@@ -76,20 +79,33 @@ class Fixture:
         self.manifest["decode"].append(entry)
 
     # ---- resize-only cases ----------------------------------------------------------------------
-    def resize_case(self, src_wh, dst_wh, channels=3, seed=0):
+    def resize_case(self, src_wh, dst_wh, channels=3, seed=0, resample="bicubic"):
         i = len(self.manifest["resize"])
         arr = synth(src_wh[0], src_wh[1], channels, seed=1000 + i + seed)
         im = Image.fromarray(arr[..., 0] if channels == 1 else arr, "L" if channels == 1 else "RGB")
-        out = pil_reference.resize_bicubic(im, *dst_wh)
+        out = pil_reference.resize(im, *dst_wh, resample)
         ref = np.asarray(out, np.uint8)
         if channels == 1:
             ref = ref[..., None]
         self.manifest["resize"].append({
-            "name": f"{src_wh[0]}x{src_wh[1]}_to_{dst_wh[0]}x{dst_wh[1]}_c{channels}",
+            "name": f"{src_wh[0]}x{src_wh[1]}_to_{dst_wh[0]}x{dst_wh[1]}_c{channels}_{resample}",
+            "filter": resample,
             "src": self.save_npy(self.rel("refs", f"resize_{i}.src.npy"), arr),
             "ref": self.save_npy(self.rel("refs", f"resize_{i}.ref.npy"), ref),
             "out_w": dst_wh[0], "out_h": dst_wh[1], "channels": channels,
         })
+
+    # ---- LLaVA-1.5 preprocessing in both modes, any filter / shortest edge ---------------------
+    def llava15_case(self, decoded, mode, size, shortest_edge, resample):
+        """`decoded`: a decode case's entry (its Pillow-decoded RGB is the input)."""
+        i = len(self.manifest["llava15"])
+        rgb = Image.fromarray(np.load(self.path(decoded["rgb"])), "RGB")
+        ref = pil_reference.preprocess_llava15(rgb, size=size, shortest_edge=shortest_edge,
+                                               mode=mode, resample=resample)
+        self.manifest["llava15"].append({
+            "name": f"{decoded['name']}_{mode}_{shortest_edge}to{size}_{resample}",
+            "rgb": decoded["rgb"], "mode": mode, "size": size, "shortest_edge": shortest_edge,
+            "filter": resample, "ref": self.save_npy(self.rel("refs", f"llava15_{i}.npy"), ref)})
 
     def error_case(self, name, rel, what):
         self.manifest["errors"].append({"name": name, "file": rel, "what": what})
@@ -215,6 +231,21 @@ def main():
         fx.resize_case(src, dst, 3)
     for src, dst in [((640, 480), (336, 336)), ((13, 7), (336, 336)), ((333, 777), (100, 1000))]:
         fx.resize_case(src, dst, 1)
+    # The other Pillow filters a preprocessor_config.json's `resample` can name: down, up, odd.
+    for resample in ("bilinear", "box", "hamming", "lanczos"):
+        for src, dst in [((640, 480), (336, 336)), ((17, 290), (336, 336)), ((1280, 720), (336, 189)),
+                         ((300, 200), (299, 201)), ((7, 5), (336, 240)), ((3000, 40), (3, 2))]:
+            fx.resize_case(src, dst, 3, resample=resample)
+        fx.resize_case((333, 777), (100, 1000), 1, resample=resample)
+
+    # --- LLaVA-1.5: "pad" and "crop", a shortest edge above / below the crop, every filter ---
+    decoded = {c["name"]: c for c in fx.manifest["decode"]}
+    for name in ("rgb_640x480", "rgb_480x640", "rgb_1000x333", "rgb_2x3", "rgb_100x100", "rgb_337x335"):
+        for mode in ("pad", "crop"):
+            for size, edge in ((336, 336), (224, 256), (224, 200)):
+                fx.llava15_case(decoded[name], mode, size, edge, "bicubic")
+        for resample in ("bilinear", "box", "hamming", "lanczos"):
+            fx.llava15_case(decoded[name], "crop", 224, 256, resample)
 
     # --- normalisation of every possible byte value, per channel ---
     allv = np.stack([np.arange(256, dtype=np.uint8).reshape(16, 16),
@@ -298,7 +329,7 @@ def main():
 
     with open(fx.path("manifest.json"), "w") as f:
         json.dump(fx.manifest, f, indent=1)
-    print(f"make_image_refs: {len(fx.manifest['decode'])} decode, {len(fx.manifest['resize'])} resize, "
+    print(f"make_image_refs: {len(fx.manifest['decode'])} decode, {len(fx.manifest['resize'])} resize, {len(fx.manifest['llava15'])} llava15, "
           f"{len(fx.manifest['errors'])} error, {len(fx.manifest['npy'])} npy cases -> {out}")
 
 

@@ -630,6 +630,9 @@ class ExporterCliTest(unittest.TestCase):
         self.assertEqual(m["text"]["cache_head_dim"],
                          int(math.ceil((m["text"]["head_dim"] + 1) / 8)) * 8)
         self.assertEqual(m["image"]["pad_color"], [122, 116, 104])
+        # the tiny checkpoint ships llava-hf's CLIPImageProcessor: crop, unless --image-mode pad
+        self.assertEqual((m["image"]["aspect_ratio"], m["image"]["shortest_edge"],
+                          m["image"]["resample"]), ("crop", 336, "bicubic"))
         self.assertEqual(m["tokens"]["image_token_id"], 1000)
         cfg = read_json(os.path.join(CHECKPOINT, "config.json"))
         self.assertEqual(m["text"]["vocab_size"], cfg["text_config"]["vocab_size"])

@@ -129,7 +129,11 @@ class NextCheckpointTest(Tmp):
         write_json(path, dict(pre, image_grid_pinpoints=reordered))
         with self.assertRaisesRegex(CheckpointError, "differ from config.json"):
             load_checkpoint(ck, load_weights=False)
+        # a base size other than the tile size is honoured (HF squashes the base image to it and
+        # resizes + centre-crops every crop), not refused
         write_json(path, dict(pre, size={"shortest_edge": 224}))
+        self.assertEqual(load_checkpoint(ck, load_weights=False).preprocessor.shortest_edge, 224)
+        write_json(path, dict(pre, size={"height": 336, "width": 336}))
         with self.assertRaisesRegex(CheckpointError, "size"):
             load_checkpoint(ck, load_weights=False)
 
@@ -144,8 +148,8 @@ class NextExportTest(Tmp):
                          ("era-bundle", 1, "llava-next", "tiny-next"))
         self.assertEqual(m["exported_with"]["decoder_api"], 2)
         im = m["image"]
-        self.assertEqual(set(im), {"aspect_ratio", "size", "resample", "mean", "std", "pad_color",
-                                   "grid_pinpoints"})
+        self.assertEqual(set(im), {"aspect_ratio", "size", "shortest_edge", "resample", "mean",
+                                   "std", "pad_color", "grid_pinpoints"})
         self.assertEqual(im["aspect_ratio"], "anyres")
         cfg = read_json(os.path.join(CHECKPOINT, "config.json"))
         self.assertEqual(im["grid_pinpoints"], cfg["image_grid_pinpoints"])  # (h, w), same order
@@ -238,10 +242,11 @@ class NextExportTest(Tmp):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         m = read_json(os.path.join(out, "manifest.json"))
         self.assertEqual(m["arch"], "llava-1.5")
-        self.assertEqual(set(m["image"]), {"aspect_ratio", "size", "resample", "mean", "std",
-                                           "pad_color"})
+        self.assertEqual(set(m["image"]), {"aspect_ratio", "size", "shortest_edge", "resample",
+                                           "mean", "std", "pad_color"})
+        # llava-hf's CLIPImageProcessor: crop mode
         self.assertEqual((m["image"]["aspect_ratio"], m["image"]["size"], m["image"]["pad_color"]),
-                         ("pad", 336, [122, 116, 104]))
+                         ("crop", 336, [122, 116, 104]))
         proj = torch.jit.load(os.path.join(out, "projector.pt"))
         self.assertEqual(sorted(dict(proj.named_parameters())),
                          ["linear_1.bias", "linear_1.weight", "linear_2.bias", "linear_2.weight"])

@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from .hf_checkpoint import CheckpointError, load_checkpoint
+from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_image_mode
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
 from .prompt_template import TEMPLATES, TemplateError, default_template, prompt_section
 from .safetensors_io import WeightsFileError
@@ -74,6 +74,12 @@ def parse_args(argv=None):
                    help="conversation template (manifest prompt.template): auto = the LLaVA "
                         "evaluation template of the checkpoint's family (vicuna_v1, "
                         "mistral_instruct, chatml_direct); chatml = the llava-hf 34b chat template")
+    p.add_argument("--image-mode", choices=list(IMAGE_MODES), default=None,
+                   help="LLaVA-1.5 image preprocessing: pad = LLaVA's expand2square in the mean "
+                        "colour (the paper's / LLaVA eval scripts' numbers), crop = "
+                        "CLIPImageProcessor's shortest-edge resize + centre crop (transformers "
+                        "with llava-hf's processor); default: what the checkpoint's "
+                        "preprocessor_config.json does")
     return p.parse_args(argv)
 
 
@@ -113,16 +119,23 @@ def prompt_and_stops(ckpt, template):
     return section, added, stops
 
 
-def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
-    cfg, pre = ckpt.config, ckpt.preprocessor
-    prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
-    v, t = cfg.vision, cfg.text
-    image = {"aspect_ratio": "anyres" if cfg.is_next else "pad", "size": pre.crop_size,
-             "resample": pre.resample, "mean": pre.mean, "std": pre.std,
+def image_manifest(cfg, pre):
+    """The manifest's "image" section: how the C++ side turns an image into crops."""
+    image = {"aspect_ratio": pre.mode, "size": pre.crop_size,
+             "shortest_edge": pre.shortest_edge, "resample": pre.resample,
+             "mean": pre.mean, "std": pre.std,
              "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
     if cfg.is_next:
         # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
         image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
+    return image
+
+
+def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
+    cfg, pre = ckpt.config, ckpt.preprocessor
+    prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
+    v, t = cfg.vision, cfg.text
+    image = image_manifest(cfg, pre)
     return {
         "format": "era-bundle",
         "format_version": 1,
@@ -341,6 +354,7 @@ def install(tmp, out):
 def export(args):
     """export_llava.py's command: load and validate the checkpoint, then export_checkpoint()."""
     ckpt = load_checkpoint(args.checkpoint)
+    ckpt.preprocessor = with_image_mode(ckpt.preprocessor, args.image_mode, ckpt.config)
     print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))

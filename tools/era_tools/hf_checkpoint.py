@@ -33,7 +33,7 @@ file or tensor.
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .safetensors_io import WeightsFileError, load_weights_folder, weights_files
 
@@ -41,6 +41,10 @@ CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 PIL_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box",
                       5: "hamming"}
+PIL_RESAMPLE_IDS = {name: i for i, name in PIL_RESAMPLE_NAMES.items()}
+# The filters era's C++ resize reproduces bit for bit (Pillow's convolution resampler); nearest
+# runs through another Pillow path era does not implement.
+ERA_RESAMPLE = ("lanczos", "bilinear", "bicubic", "box", "hamming")
 
 # transformers' class defaults (LlamaConfig, CLIPVisionConfig), used for every absent field.
 LLAMA_DEFAULTS = {
@@ -186,11 +190,21 @@ class TextConfig:
 
 @dataclass
 class Preprocessor:
+    """What the checkpoint's image processor does, in era's terms (the manifest's "image").
+
+    mode: "pad" (LLaVA's expand2square in the mean colour, then the CLIP steps: LLaVA's own
+    evaluation, transformers' LlavaImageProcessor with do_pad), "crop" (the CLIP steps only:
+    transformers' CLIPImageProcessor, LlavaImageProcessor without do_pad) or "anyres"
+    (LlavaNextImageProcessor). The CLIP steps: resize the shortest edge to `shortest_edge` with
+    `resample`, centre crop `crop_size`, rescale 1/255, normalise."""
     mean: list = field(default_factory=lambda: list(CLIP_MEAN))
     std: list = field(default_factory=lambda: list(CLIP_STD))
     crop_size: int = 336
     resample: str = "bicubic"
     present: bool = False
+    mode: str = "pad"
+    shortest_edge: int = 336
+    processor_type: str = ""   # the image_processor_type it was read from ("" without a file)
 
 
 @dataclass
@@ -424,8 +438,9 @@ def _pinpoints(value, tile, where):
 
 
 def load_preprocessor(folder, vision, cfg=None):
-    """cfg: the LlavaConfig; for NeXT, the processor's image_grid_pinpoints (when present) must be
-    config.json's and its resize size (when present) the crop size."""
+    """The checkpoint's image processor (parse_preprocessor); without a preprocessor_config.json,
+    LLaVA's own "pad" preprocessing at the tower's size (NeXT: anyres). cfg: the LlavaConfig; for
+    NeXT, the processor's image_grid_pinpoints (when present) must be config.json's."""
     path = os.path.join(folder, "preprocessor_config.json")
     if os.path.isfile(path):
         pc = _read_json(path, "preprocessor_config.json")
@@ -433,30 +448,129 @@ def load_preprocessor(folder, vision, cfg=None):
         # transformers 5 saves a processor's image-processor settings inside
         # processor_config.json ("image_processor") instead of a preprocessor_config.json
         path = os.path.join(folder, "processor_config.json")
-        if not os.path.isfile(path):
-            return Preprocessor(crop_size=vision.image_size)
-        pc = _read_json(path, "processor_config.json").get("image_processor")
+        pc = _read_json(path, "processor_config.json").get("image_processor") \
+            if os.path.isfile(path) else None
         if pc is None:
-            return Preprocessor(crop_size=vision.image_size)
+            return Preprocessor(crop_size=vision.image_size, shortest_edge=vision.image_size,
+                                mode="anyres" if cfg is not None and cfg.is_next else "pad")
         if not isinstance(pc, dict):
             raise CheckpointError(f"{path}: image_processor is not a JSON object")
         path += " (image_processor)"
+    return parse_preprocessor(pc, path, vision, cfg)
+
+
+# The image processors era reproduces, by image_processor_type (transformers saves the class name
+# without its backend suffix; older files may carry "Fast"), and the architecture each serves.
+PROCESSOR_ARCH = {"CLIPImageProcessor": "llava-1.5", "LlavaImageProcessor": "llava-1.5",
+                  "LlavaNextImageProcessor": "llava-next"}
+# Settings that never change pixel values: bookkeeping, or (NeXT's do_pad) batch padding of the
+# number of crops, which a single image does not see. Any key outside this set and the ones
+# parse_preprocessor reads is refused: an unknown setting may change the pixels.
+PREPROCESSOR_INERT_KEYS = {"image_processor_type", "processor_class", "feature_extractor_type",
+                           "_processor_class", "aspect_ratio_setting", "return_tensors",
+                           "device", "disable_grouping", "image_seq_length"}
+# Settings era implements at one value only (transformers' default for these classes too).
+PREPROCESSOR_FIXED = {"do_resize": True, "do_center_crop": True, "do_rescale": True,
+                      "do_normalize": True, "do_convert_rgb": True}
+
+
+def _edge(value, where, key):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise CheckpointError(f"{where}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def parse_preprocessor(pc, path, vision, cfg=None):
+    """Read an image processor's settings (a preprocessor_config.json object) into a
+    Preprocessor, honouring every setting that changes pixels or refusing it by name.
+
+    Follows transformers' PIL-backend processors (image_processing_pil_clip.py,
+    image_processing_pil_llava.py, image_processing_pil_llava_next.py, PilBackend in
+    image_processing_backends.py): for LLaVA-1.5, [pad_to_square(mean colour) if
+    LlavaImageProcessor and do_pad] -> resize shortest edge to size.shortest_edge -> centre crop
+    crop_size -> rescale -> normalise; for NeXT, the tiles (crop_size) and the base image (squashed
+    to size.shortest_edge) each go through the same resize + centre crop."""
+    is_next = cfg is not None and cfg.is_next
+    arch = "llava-next" if is_next else "llava-1.5"
+    ptype = pc.get("image_processor_type")
+    if ptype is None:  # transformers' default for the architecture
+        ptype = "LlavaNextImageProcessor" if is_next else "CLIPImageProcessor"
+    base_type = ptype[:-4] if isinstance(ptype, str) and ptype.endswith("Fast") else ptype
+    if base_type not in PROCESSOR_ARCH:
+        raise CheckpointError(f"{path}: image_processor_type {ptype!r} is not supported "
+                              f"(one of {', '.join(PROCESSOR_ARCH)})")
+    if PROCESSOR_ARCH[base_type] != arch:
+        raise CheckpointError(f"{path}: image_processor_type {ptype!r} does not fit a {arch} "
+                              f"checkpoint")
+
+    known = set(PREPROCESSOR_INERT_KEYS) | set(PREPROCESSOR_FIXED) | {
+        "image_mean", "image_std", "crop_size", "size", "resample", "rescale_factor", "do_pad"}
+    if is_next:
+        known.add("image_grid_pinpoints")
+    unknown = sorted(k for k in pc if k not in known)
+    if unknown:
+        raise CheckpointError(f"{path}: setting(s) {', '.join(unknown)} not supported by era's "
+                              f"image preprocessing (they may change the pixels); remove them if "
+                              f"they do not")
+
+    for key, needed in PREPROCESSOR_FIXED.items():
+        value = pc.get(key, needed)
+        if value is not needed:
+            raise CheckpointError(f"{path}: {key} {value!r} is not supported (era always does "
+                                  f"{key}: {str(needed).lower()})")
+    factor = pc.get("rescale_factor", 1 / 255)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or \
+            abs(factor - 1 / 255) > 1e-12:
+        raise CheckpointError(f"{path}: rescale_factor {factor!r} is not supported (only 1/255)")
+
     mean, std = pc.get("image_mean", CLIP_MEAN), pc.get("image_std", CLIP_STD)
     for key, v in (("image_mean", mean), ("image_std", std)):
-        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
+        if not (isinstance(v, list) and len(v) == 3 and
+                all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
             raise CheckpointError(f"{path}: {key} must be a list of 3 numbers, got {v!r}")
     if any(s <= 0 for s in std):
         raise CheckpointError(f"{path}: image_std must be positive")
+
+    # crop_size: {"height": C, "width": C}, or an int C (transformers reads it as a square).
     crop = pc.get("crop_size", vision.image_size)
     if isinstance(crop, dict):
-        crop = crop.get("height", crop.get("shortest_edge", vision.image_size))
+        if set(crop) != {"height", "width"}:
+            raise CheckpointError(f"{path}: crop_size {crop!r} is not supported (height and "
+                                  f"width)")
+        if crop["height"] != crop["width"]:
+            raise CheckpointError(f"{path}: crop_size {crop!r} is not square (era crops "
+                                  f"squares)")
+        crop = crop["height"]
+    crop = _edge(crop, path, "crop_size")
     if crop != vision.image_size:
         raise CheckpointError(f"{path}: crop_size {crop} differs from the vision tower's "
                               f"image_size {vision.image_size}")
-    resample = PIL_RESAMPLE_NAMES.get(pc.get("resample", 3))
+
+    # size: {"shortest_edge": S}, or an int S (read as the shortest edge: these classes do not
+    # default to square). height/width (a squash) and longest_edge are not implemented.
+    size = pc.get("size", {"shortest_edge": crop})
+    if isinstance(size, dict):
+        if set(size) != {"shortest_edge"}:
+            raise CheckpointError(f"{path}: size {size!r} is not supported (only "
+                                  f"{{\"shortest_edge\": N}}: era does not implement "
+                                  f"{', '.join(sorted(set(size) - {'shortest_edge'}))})")
+        size = size["shortest_edge"]
+    shortest_edge = _edge(size, path, "size.shortest_edge")
+
+    resample_id = pc.get("resample", 3)
+    resample = PIL_RESAMPLE_NAMES.get(resample_id) if not isinstance(resample_id, bool) else None
     if resample is None:
-        raise CheckpointError(f"{path}: unknown resample {pc.get('resample')!r}")
-    if cfg is not None and cfg.is_next:
+        raise CheckpointError(f"{path}: unknown resample {resample_id!r}")
+    if resample not in ERA_RESAMPLE:
+        raise CheckpointError(f"{path}: resample {resample_id} ({resample}) is not supported "
+                              f"(era's Pillow-exact resize does "
+                              f"{', '.join(f'{PIL_RESAMPLE_IDS[n]} ({n})' for n in ERA_RESAMPLE)})")
+
+    do_pad = pc.get("do_pad", is_next)
+    if not isinstance(do_pad, bool):
+        raise CheckpointError(f"{path}: do_pad must be true or false, got {do_pad!r}")
+    if is_next:
+        mode = "anyres"
         # The processor lays the crops out with its own pinpoints, the model unpacks them with
         # config.json's: they must be the same list (same order, same (height, width) reading).
         if "image_grid_pinpoints" in pc:
@@ -465,15 +579,31 @@ def load_preprocessor(folder, vision, cfg=None):
             if pins != cfg.grid_pinpoints:
                 raise CheckpointError(f"{path}: image_grid_pinpoints {pins} differ from "
                                       f"config.json's {cfg.grid_pinpoints}")
-        # The base crop is the image squashed to size x size; it must be a vision-tower crop.
-        size = pc.get("size")
-        if isinstance(size, dict):
-            size = size.get("shortest_edge", size.get("height"))
-        if size is not None and size != crop:
-            raise CheckpointError(f"{path}: size {pc.get('size')!r} differs from crop_size {crop} "
-                                  f"(LLaVA-NeXT's base crop must be a {crop} px square)")
+    elif base_type == "LlavaImageProcessor" and do_pad:
+        mode = "pad"   # pad_to_square before the resize
+    else:
+        # CLIPImageProcessor's do_pad pads a batch to its largest image, after the crop: every
+        # image is already crop x crop, so it changes nothing.
+        mode = "crop"
     return Preprocessor(mean=[float(x) for x in mean], std=[float(x) for x in std],
-                        crop_size=int(crop), resample=resample, present=True)
+                        crop_size=int(crop), resample=resample, present=True, mode=mode,
+                        shortest_edge=int(shortest_edge), processor_type=str(ptype))
+
+
+IMAGE_MODES = ("pad", "crop")
+
+
+def with_image_mode(pre, mode, cfg):
+    """`pre` with its LLaVA-1.5 mode overridden by the exporter's --image-mode (None keeps the
+    checkpoint's). NeXT has one mode, anyres."""
+    if mode is None:
+        return pre
+    if mode not in IMAGE_MODES:
+        raise CheckpointError(f"--image-mode {mode!r} is not one of {', '.join(IMAGE_MODES)}")
+    if cfg.is_next:
+        raise CheckpointError(f"--image-mode {mode} applies to LLaVA-1.5 only (LLaVA-NeXT "
+                              f"always uses anyres tiles)")
+    return replace(pre, mode=mode)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -712,5 +842,6 @@ def load_checkpoint(folder, load_weights=True):
 
 
 __all__ = ["CheckpointError", "WeightsFileError", "LlavaCheckpoint", "LlavaConfig", "TextConfig",
-           "VisionConfig", "Preprocessor", "load_config", "load_checkpoint", "expected_shapes",
+           "VisionConfig", "Preprocessor", "parse_preprocessor", "with_image_mode", "IMAGE_MODES",
+           "load_config", "load_checkpoint", "expected_shapes",
            "split_state_dict", "checkpoint_name", "NEXT_DEFAULT_PINPOINTS"]

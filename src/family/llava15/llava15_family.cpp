@@ -5,9 +5,9 @@
 
 namespace era {
 
-Llava15Family::Llava15Family(const ModelBundle& bundle) : LlavaFamilyBase(bundle) { require_layout(ImageLayout::kPad); }
+Llava15Family::Llava15Family(const ModelBundle& bundle) : LlavaFamilyBase(bundle) { require_layout({ImageLayout::kPad, ImageLayout::kCrop}); }
 
-std::vector<cv::Mat> Llava15Family::crops(const cv::Mat& rgb) const { return {square_llava_pad(rgb, clip_)}; }
+std::vector<cv::Mat> Llava15Family::crops(const cv::Mat& rgb) const { return {llava15_crop(rgb, clip_)}; }
 
 ReducedTokens Llava15Family::reduce_image(const ImageTokens& image, const MethodSpec&, const Reducer& reducer,
                                           const ReductionRequest& request) const {

@@ -1,6 +1,7 @@
 #pragma once
-// LLaVA-1.5: one 336 px crop per image (expand to a square in the mean colour, Pillow bicubic
-// resize), 576 visual tokens, the budget applies to them directly.
+// LLaVA-1.5: one 336 px crop per image (manifest image.aspect_ratio "pad": expand to a square in
+// the mean colour first, LLaVA's evaluation; "crop": HF's CLIPImageProcessor; then the shortest
+// edge resized with the manifest's Pillow filter and centre-cropped), 576 visual tokens, the budget applies to them directly.
 #include "family/llava_base.h"
 
 namespace era {

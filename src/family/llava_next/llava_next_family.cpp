@@ -30,14 +30,14 @@ ReducedTokens compose_packed(const ReducedTokens& packed, const ReducedTokens& p
 }  // namespace
 
 LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline) {
-  require_layout(ImageLayout::kAnyres);
+  require_layout({ImageLayout::kAnyres});
   if (manifest_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-NeXT needs them)");
   }
 }
 
 std::vector<cv::Mat> LlavaNextFamily::crops(const cv::Mat& rgb) const {
-  return make_anyres_crops(rgb, manifest_.image.grid_pinpoints, clip_.size).crops;
+  return llava_next_crops(rgb, manifest_.image.grid_pinpoints, clip_);
 }
 
 int64_t LlavaNextFamily::max_crops() const {
