@@ -2,7 +2,7 @@
 // written by transformers' save_pretrained, exported by era, compared with transformers' own
 // processor, forward and generate — pixel values, input ids, the number of visual tokens, logits
 // at every prompt position and 32 greedy tokens, image by image (the images of each case are
-// listed in tests/python/hf_cases.py). Registered by tests/CMakeLists.txt only when ERA_PYTHON has
+// listed in tests/python/references/hf_cases.py). Registered by tests/CMakeLists.txt only when ERA_PYTHON has
 // transformers (ERA_HF_PARITY).
 #include <gtest/gtest.h>
 

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-import hf_cases
+from references import hf_cases
 from era_tools import export_llava
 from era_tools.make_tiny_llava import train_tokenizer
 from references.fixture_files import save, write_json
