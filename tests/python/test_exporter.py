@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = os.path.join(REPO, "tools")
 
 from era_tools import llava_model as lm
+from era_tools import torch_versions
 from era_tools.hf_checkpoint import TextConfig, load_checkpoint, load_config
 from era_tools.make_tiny_llava import to_new_layout as new_layout_name
 from era_tools.safetensors_io import (SafetensorsError, WeightsFileError, load_file,
@@ -184,7 +185,7 @@ class DecoderAttentionTest(unittest.TestCase):
     def setUpClass(cls):
         cls.ckpt = load_checkpoint(CHECKPOINT)
         cls.explicit = lm.build_decoder(cls.ckpt, torch.float32, "explicit")
-        cls.scripted = {m: torch.jit.script(lm.build_decoder(cls.ckpt, torch.float32, m))
+        cls.scripted = {m: torch_versions.script(lm.build_decoder(cls.ckpt, torch.float32, m))
                         for m in modes()}
 
     def inputs(self, decoder_cfg, B, T, seed):
@@ -401,7 +402,7 @@ class DecoderAttentionTest(unittest.TestCase):
         for mode in modes():
             dec = lm.LlamaDecoder(cfg, attention=mode).eval()
             dec.load_state_dict(explicit.state_dict())
-            scripted = torch.jit.script(dec)
+            scripted = torch_versions.script(dec)
             for lar_path in (0, 1):
                 with self.subTest(mode=mode, lar_path=lar_path):
                     self.check_cached_vs_explicit(scripted, explicit, cfg, B=2, seed=9,
@@ -436,7 +437,7 @@ class DecoderAttentionTest(unittest.TestCase):
         for mode in modes():
             dec = lm.LlamaDecoder(cfg, attention=mode).eval()
             dec.load_state_dict(explicit.state_dict())
-            m = torch.jit.script(dec)
+            m = torch_versions.script(dec)
             shape = (cfg.num_layers, 1, cfg.num_kv_heads, 16, cfg.cache_head_dim)
             kc, vc = torch.zeros(shape), torch.zeros(shape)
             sc = torch.ones(cfg.num_layers)
@@ -462,9 +463,11 @@ class DecoderAttentionTest(unittest.TestCase):
                 self.assertGreater(float((prefill - full).abs().max()), 1e-3)
 
     def test_sdpa_branches_eager(self):
-        """The SdpaAttention mask / is_causal branches, run eagerly. Where torch < 2.1 has no
-        scaled_dot_product_attention, a stand-in with its documented semantics is used (the
-        scripted sdpa module itself is covered by the tests above on torch >= 2.1)."""
+        """The SdpaAttention mask / is_causal branches, run eagerly, and the float masks they
+        hand to SDPA. On torch >= 2.1 the real scaled_dot_product_attention runs (wrapped to
+        record its float masks); on torch < 2.1, which has none, a stand-in with its documented
+        semantics does (the scripted sdpa module is covered by the tests above and by
+        test_attention_cores.py on torch >= 2.1)."""
         float_masks = []
 
         def stand_in(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
@@ -474,10 +477,18 @@ class DecoderAttentionTest(unittest.TestCase):
             if attn_mask is not None and attn_mask.dtype == torch.bool:
                 s = s.masked_fill(~attn_mask, float("-inf"))
             elif attn_mask is not None:  # a float mask is added to the scaled scores
-                self.assertEqual(attn_mask.dtype, q.dtype)
-                float_masks.append(list(attn_mask.shape))
                 s = s + attn_mask
             return torch.softmax(s, -1) @ v
+
+        saved = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+        kernel = saved if lm.sdpa_available() else stand_in
+
+        def recording(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+            if attn_mask is not None and attn_mask.dtype != torch.bool:
+                self.assertEqual(attn_mask.dtype, q.dtype)
+                float_masks.append(list(attn_mask.shape))
+            return kernel(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                          scale=scale)
 
         cfg = self.ckpt.config.text
         dec = lm.build_decoder(self.ckpt, torch.float32, "math")
@@ -485,9 +496,7 @@ class DecoderAttentionTest(unittest.TestCase):
         dec.core = lm.SdpaAttention(scale)
         for layer in dec.layers:
             layer.self_attn.core = lm.SdpaAttention(scale)
-        saved = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
-        if saved is None:
-            torch.nn.functional.scaled_dot_product_attention = stand_in
+        torch.nn.functional.scaled_dot_product_attention = recording
         try:
             for lar_path in (0, 1):
                 with self.subTest(lar_path=lar_path):
@@ -502,6 +511,8 @@ class DecoderAttentionTest(unittest.TestCase):
         finally:
             if saved is None:
                 del torch.nn.functional.scaled_dot_product_attention
+            else:
+                torch.nn.functional.scaled_dot_product_attention = saved
 
     def test_rope_is_neox_rotation(self):
         """rotate_half RoPE == rotating the pairs (i, i + d/2) by pos * theta^(-2i/d)."""
@@ -518,7 +529,7 @@ class DecoderAttentionTest(unittest.TestCase):
 
     def test_vision_saliency_is_consistent(self):
         vision = lm.build_vision(self.ckpt)
-        scripted = torch.jit.script(vision)
+        scripted = torch_versions.script(vision)
         S = self.ckpt.config.vision.image_size
         x = torch.randn(1, 3, S, S, generator=torch.Generator().manual_seed(2))
         with torch.no_grad():
@@ -627,7 +638,7 @@ class ExporterCliTest(unittest.TestCase):
         self.assertEqual(m["exported_with"]["decoder_api"], 2)
         self.assertEqual(m["exported_with"]["attention"], "sdpa" if lm.sdpa_available() else "math")
 
-        dec = torch.jit.load(os.path.join(out, "decoder.pt"))
+        dec = torch_versions.load(os.path.join(out, "decoder.pt"))
         t = m["text"]
         kc = torch.zeros(t["num_layers"], 1, t["num_kv_heads"], 4, t["cache_head_dim"])
         vc = torch.zeros_like(kc)
@@ -641,7 +652,7 @@ class ExporterCliTest(unittest.TestCase):
                                                    torch.zeros(1, 3), kc2, vc2, scales, 1)
         self.assertEqual(list(attn.shape), [t["num_layers"], 1, t["num_heads"], 3])
         self.assertLessEqual(float((logits2 - logits).abs().max()), ATOL)
-        vis = torch.jit.load(os.path.join(out, "vision.pt"))
+        vis = torch_versions.load(os.path.join(out, "vision.pt"))
         S = m["vision"]["image_size"]
         self.assertEqual(len(vis(torch.zeros(1, 3, S, S))), 7)
 
