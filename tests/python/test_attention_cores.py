@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHECKPOINT = None  # set in main()
 T0, T1 = 9, 3      # prefill length, then a decode step, then a chunk of T1 tokens
 F32_TOL = 2e-5     # absolute, logits of magnitude ~1: rounding noise only
-BF16_TOL = 0.1     # relative to the float32 logits' magnitude (bfloat16 keeps 8 mantissa bits)
+BF16_TOL = 0.03    # relative to the float32 logits' magnitude; measured <= 0.009 (bfloat16: 8 bits)
 NO_SDPA = (f"attention 'sdpa' needs torch >= 2.1 (scaled_dot_product_attention with scale=); "
            f"this is torch {torch.__version__}")
 
