@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "era/error.h"
+#include "model/export_compat.h"
 
 namespace era {
 namespace {
@@ -127,6 +128,9 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   ModelBundle b;
   b.dir = dir;
   b.manifest = read_manifest(dir);
+  // Before any module is opened: an incompatible one would fail later inside TorchScript, and
+  // LibTorch 1.13 only on the first call.
+  check_export_compat(b.manifest, dir, libtorch_version());
   b.vision = load_module(dir, b.manifest.vision_file);
   b.projector = load_module(dir, b.manifest.projector_file);
   b.decoder = load_module(dir, b.manifest.decoder_file);

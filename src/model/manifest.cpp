@@ -112,6 +112,8 @@ Manifest read_manifest(const std::string& bundle_dir) {
   require(m.decoder_api == kDecoderApi, path,
           "exported with decoder API " + std::to_string(m.decoder_api) + ", this build needs " + std::to_string(kDecoderApi) +
               ": re-export the checkpoint with this version of tools/export_llava.py");
+  // Which LibTorch can run the modules depends on the torch that wrote them (model/export_compat.h).
+  m.exported_torch = field<std::string>(j, "exported_with.torch", path);
   m.vision_file = field<std::string>(j, "files.vision", path);
   m.projector_file = field<std::string>(j, "files.projector", path);
   m.decoder_file = field<std::string>(j, "files.decoder", path);

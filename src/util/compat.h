@@ -18,6 +18,10 @@ namespace era::compat {
 // at::scaled_dot_product_attention exists from 2.0; its `scale` argument from 2.1.
 inline constexpr bool kHasSdpa = ERA_TORCH_AT_LEAST(2, 1);
 
+// The LibTorch this build compiled against (model/export_compat.h compares a bundle's exporter with it).
+inline constexpr int kLibTorchMajor = TORCH_VERSION_MAJOR;
+inline constexpr int kLibTorchMinor = TORCH_VERSION_MINOR;
+
 // softmax(q k^T * scale + mask) v in the input dtype. `mask` is an additive float mask that
 // broadcasts to [.., Tq, Tk]. On LibTorch >= 2.1 this is the fused SDPA call with an explicit
 // scale; on 1.13 the same formula with the softmax in float32.

@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = os.path.join(REPO, "tools")
 
 from era_tools import llava_model as lm
+from era_tools import torch_versions
 from era_tools.hf_checkpoint import TextConfig, load_checkpoint, load_config
 from era_tools.make_tiny_llava import to_new_layout as new_layout_name
 from era_tools.safetensors_io import (SafetensorsError, WeightsFileError, load_file,
@@ -184,7 +185,7 @@ class DecoderAttentionTest(unittest.TestCase):
     def setUpClass(cls):
         cls.ckpt = load_checkpoint(CHECKPOINT)
         cls.explicit = lm.build_decoder(cls.ckpt, torch.float32, "explicit")
-        cls.scripted = {m: torch.jit.script(lm.build_decoder(cls.ckpt, torch.float32, m))
+        cls.scripted = {m: torch_versions.script(lm.build_decoder(cls.ckpt, torch.float32, m))
                         for m in modes()}
 
     def inputs(self, decoder_cfg, B, T, seed):
@@ -401,7 +402,7 @@ class DecoderAttentionTest(unittest.TestCase):
         for mode in modes():
             dec = lm.LlamaDecoder(cfg, attention=mode).eval()
             dec.load_state_dict(explicit.state_dict())
-            scripted = torch.jit.script(dec)
+            scripted = torch_versions.script(dec)
             for lar_path in (0, 1):
                 with self.subTest(mode=mode, lar_path=lar_path):
                     self.check_cached_vs_explicit(scripted, explicit, cfg, B=2, seed=9,
@@ -436,7 +437,7 @@ class DecoderAttentionTest(unittest.TestCase):
         for mode in modes():
             dec = lm.LlamaDecoder(cfg, attention=mode).eval()
             dec.load_state_dict(explicit.state_dict())
-            m = torch.jit.script(dec)
+            m = torch_versions.script(dec)
             shape = (cfg.num_layers, 1, cfg.num_kv_heads, 16, cfg.cache_head_dim)
             kc, vc = torch.zeros(shape), torch.zeros(shape)
             sc = torch.ones(cfg.num_layers)
@@ -458,13 +459,16 @@ class DecoderAttentionTest(unittest.TestCase):
                 cache_keys = kc[K - 1, 0, :, :T, :cfg.head_dim].repeat_interleave(3, dim=0)
                 self.assertLess(float((cache_keys - want_keys[0]).abs().max()), 1e-5)
                 # and pruning changed the answer (a no-op would pass the checks above otherwise)
-                full = explicit.forward_explicit(embeds[:, :T], pos[:, :T], bias[:, :T])[0, -1]
+                with torch.no_grad():  # no autograd graph (torch 2.x warns converting it to float)
+                    full = explicit.forward_explicit(embeds[:, :T], pos[:, :T], bias[:, :T])[0, -1]
                 self.assertGreater(float((prefill - full).abs().max()), 1e-3)
 
     def test_sdpa_branches_eager(self):
-        """The SdpaAttention mask / is_causal branches, run eagerly. Where torch < 2.1 has no
-        scaled_dot_product_attention, a stand-in with its documented semantics is used (the
-        scripted sdpa module itself is covered by the tests above on torch >= 2.1)."""
+        """The SdpaAttention mask / is_causal branches, run eagerly, and the float masks they
+        hand to SDPA. On torch >= 2.1 the real scaled_dot_product_attention runs (wrapped to
+        record its float masks); on torch < 2.1, which has none, a stand-in with its documented
+        semantics does (the scripted sdpa module is covered by the tests above and by
+        test_attention_cores.py on torch >= 2.1)."""
         float_masks = []
 
         def stand_in(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
@@ -474,10 +478,18 @@ class DecoderAttentionTest(unittest.TestCase):
             if attn_mask is not None and attn_mask.dtype == torch.bool:
                 s = s.masked_fill(~attn_mask, float("-inf"))
             elif attn_mask is not None:  # a float mask is added to the scaled scores
-                self.assertEqual(attn_mask.dtype, q.dtype)
-                float_masks.append(list(attn_mask.shape))
                 s = s + attn_mask
             return torch.softmax(s, -1) @ v
+
+        saved = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+        kernel = saved if lm.sdpa_available() else stand_in
+
+        def recording(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+            if attn_mask is not None and attn_mask.dtype != torch.bool:
+                self.assertEqual(attn_mask.dtype, q.dtype)
+                float_masks.append(list(attn_mask.shape))
+            return kernel(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                          scale=scale)
 
         cfg = self.ckpt.config.text
         dec = lm.build_decoder(self.ckpt, torch.float32, "math")
@@ -485,17 +497,7 @@ class DecoderAttentionTest(unittest.TestCase):
         dec.core = lm.SdpaAttention(scale)
         for layer in dec.layers:
             layer.self_attn.core = lm.SdpaAttention(scale)
-        saved = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
-
-        def recording_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-            # torch >= 2.1: the real kernel, with the float masks it is handed recorded
-            if attn_mask is not None and attn_mask.dtype != torch.bool:
-                self.assertEqual(attn_mask.dtype, q.dtype)
-                float_masks.append(list(attn_mask.shape))
-            return saved(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                         scale=scale)
-
-        torch.nn.functional.scaled_dot_product_attention = stand_in if saved is None else recording_sdpa
+        torch.nn.functional.scaled_dot_product_attention = recording
         try:
             for lar_path in (0, 1):
                 with self.subTest(lar_path=lar_path):
@@ -528,7 +530,7 @@ class DecoderAttentionTest(unittest.TestCase):
 
     def test_vision_saliency_is_consistent(self):
         vision = lm.build_vision(self.ckpt)
-        scripted = torch.jit.script(vision)
+        scripted = torch_versions.script(vision)
         S = self.ckpt.config.vision.image_size
         x = torch.randn(1, 3, S, S, generator=torch.Generator().manual_seed(2))
         with torch.no_grad():
@@ -640,7 +642,7 @@ class ExporterCliTest(unittest.TestCase):
         self.assertEqual(m["exported_with"]["decoder_api"], 2)
         self.assertEqual(m["exported_with"]["attention"], "sdpa" if lm.sdpa_available() else "math")
 
-        dec = torch.jit.load(os.path.join(out, "decoder.pt"))
+        dec = torch_versions.load(os.path.join(out, "decoder.pt"))
         t = m["text"]
         kc = torch.zeros(t["num_layers"], 1, t["num_kv_heads"], 4, t["cache_head_dim"])
         vc = torch.zeros_like(kc)
@@ -654,7 +656,7 @@ class ExporterCliTest(unittest.TestCase):
                                                    torch.zeros(1, 3), kc2, vc2, scales, 1)
         self.assertEqual(list(attn.shape), [t["num_layers"], 1, t["num_heads"], 3])
         self.assertLessEqual(float((logits2 - logits).abs().max()), ATOL)
-        vis = torch.jit.load(os.path.join(out, "vision.pt"))
+        vis = torch_versions.load(os.path.join(out, "vision.pt"))
         S = m["vision"]["image_size"]
         self.assertEqual(len(vis(torch.zeros(1, 3, S, S))), 7)
 

@@ -27,6 +27,7 @@ TOOLS = os.path.join(REPO, "tools")
 
 from era_tools.hf_checkpoint import (NEXT_DEFAULT_PINPOINTS, CheckpointError, load_checkpoint,
                                      load_config)
+from era_tools import torch_versions
 from era_tools.make_tiny_llava import to_new_layout
 from era_tools.safetensors_io import load_file, save_file
 from references import anyres_reference as ar
@@ -160,7 +161,7 @@ class NextExportTest(Tmp):
         D = m["text"]["hidden_size"]
         self.assertEqual(m["projector"]["out_features"], D)
 
-        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        proj = torch_versions.load(os.path.join(out, "projector.pt"))
         params = dict(proj.named_parameters())
         self.assertIn("image_newline", params)
         self.assertEqual((list(params["image_newline"].shape), params["image_newline"].dtype),
@@ -171,7 +172,7 @@ class NextExportTest(Tmp):
         self.assertEqual(list(proj(feats).shape), [3, 576, D])
 
         # the vision tower takes the base crop and the tiles as one batch
-        vis = torch.jit.load(os.path.join(out, "vision.pt"))
+        vis = torch_versions.load(os.path.join(out, "vision.pt"))
         outs = vis(torch.randn(5, 3, 336, 336, generator=torch.Generator().manual_seed(0)))
         self.assertEqual(len(outs), 7)
         self.assertEqual(list(outs[0].shape), [5, 576, m["vision"]["hidden_size"]])
@@ -182,7 +183,7 @@ class NextExportTest(Tmp):
         out = os.path.join(self.tmp, "bundle")
         r = export(CHECKPOINT, out, "--dtype", "bfloat16")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        proj = torch_versions.load(os.path.join(out, "projector.pt"))
         nl = dict(proj.named_parameters())["image_newline"]
         self.assertEqual(nl.dtype, torch.bfloat16)
         self.assertTrue(torch.equal(nl, checkpoint_newline().to(torch.bfloat16)))
@@ -205,7 +206,7 @@ class NextExportTest(Tmp):
         out = os.path.join(self.tmp, "bundle")
         r = export(ck, out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        proj = torch_versions.load(os.path.join(out, "projector.pt"))
         self.assertTrue(torch.equal(proj.image_newline, checkpoint_newline()))
 
         # a NeXT checkpoint without image_newline is refused, the tensor named in its layout
@@ -247,7 +248,7 @@ class NextExportTest(Tmp):
         # llava-hf's CLIPImageProcessor: crop mode
         self.assertEqual((m["image"]["aspect_ratio"], m["image"]["size"], m["image"]["pad_color"]),
                          ("crop", 336, [122, 116, 104]))
-        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        proj = torch_versions.load(os.path.join(out, "projector.pt"))
         self.assertEqual(sorted(dict(proj.named_parameters())),
                          ["linear_1.bias", "linear_1.weight", "linear_2.bias", "linear_2.weight"])
         self.assertFalse(hasattr(proj, "image_newline"))

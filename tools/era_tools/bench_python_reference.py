@@ -35,6 +35,7 @@ import torch
 
 from .hf_checkpoint import TextConfig, VisionConfig
 from .llava_model import LlamaDecoder, Projector, VisionTower, _assign
+from . import torch_versions
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -75,7 +76,7 @@ def load_modules(bundle, dtype, device):
     files = m["files"]
 
     def weights(key):
-        scripted = torch.jit.load(os.path.join(bundle, files[key]), map_location="cpu")
+        scripted = torch_versions.load(os.path.join(bundle, files[key]), map_location="cpu")
         return {k: p for k, p in scripted.named_parameters()}
 
     vision = _assign(VisionTower(vcfg, device="meta", dtype=dtype), weights("vision"), dtype,

@@ -18,7 +18,8 @@ batch).
 Everything is written to a temporary folder next to BUNDLE and renamed into place only after the
 check passed, so a failed export never leaves a half bundle (an existing bundle is replaced only
 on success). User errors (missing folder, not LLaVA, missing / mis-shaped tensors, unreadable
-weights) print `export_llava: error: <message>` and exit 2; a failed numerical check exits 1.
+weights, a torch version not in era_tools.torch_versions.EXPORT_TORCH) print
+`export_llava: error: <message>` and exit 2; a failed numerical check exits 1.
 """
 import argparse
 import json
@@ -34,6 +35,8 @@ from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_i
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
 from .prompt_template import TEMPLATES, TemplateError, default_template, prompt_section
 from .safetensors_io import WeightsFileError
+from . import torch_versions
+from .torch_versions import UnsupportedTorch, check_export_torch
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 FILES = {"vision": "vision.pt", "projector": "projector.pt", "decoder": "decoder.pt",
@@ -290,7 +293,7 @@ def verify(paths, modules, ckpt, dtype):
             refs[key] = runners[key](m, x)
             del m  # keep one copy of the weights in memory, even for 7B models
         for key in ("vision", "projector", "decoder"):
-            loaded = torch.jit.load(paths[key], map_location=device)
+            loaded = torch_versions.load(paths[key], map_location=device)
             if check_dtype != dtype:
                 loaded = loaded.to(check_dtype)
             got = runners[key](loaded, x)
@@ -369,6 +372,7 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     bundle into place. The checkpoint's tensors are handed to the modules (ckpt is emptied) so a
     7B model is held once."""
     start = time.time()
+    check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
     try:
         attention = resolve_attention(attention_mode)
     except ValueError as e:
@@ -392,8 +396,8 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     try:
         paths = {k: os.path.join(tmp, FILES[k]) for k in FILES}
         for key in ("vision", "projector", "decoder"):
-            scripted = torch.jit.script(modules[key])
-            scripted.save(paths[key])
+            scripted = torch_versions.script(modules[key])
+            torch_versions.save(scripted, paths[key])
             del scripted
         shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
@@ -416,8 +420,9 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
 def main(argv=None):
     args = parse_args(argv)
     try:
+        check_export_torch()  # at startup: before minutes of loading a 7B checkpoint
         return export(args)
-    except (ExportError, CheckpointError, WeightsFileError, TemplateError) as e:
+    except (ExportError, CheckpointError, WeightsFileError, TemplateError, UnsupportedTorch) as e:
         print(f"export_llava: error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:

@@ -28,6 +28,7 @@ import torch
 
 from . import make_tiny_llava as tiny
 from .export_llava import DTYPES, CheckFailed, ExportError, export_checkpoint
+from .torch_versions import UnsupportedTorch, check_export_torch
 from .hf_checkpoint import (CheckpointError, checkpoint_name, expected_shapes, load_checkpoint,
                             load_config)
 
@@ -158,8 +159,9 @@ def make_bundle(args):
 def main(argv=None):
     args = parse_args(argv)
     try:
+        check_export_torch()  # before drawing gigabytes of random weights
         return make_bundle(args)
-    except (ExportError, CheckpointError) as e:
+    except (ExportError, CheckpointError, UnsupportedTorch) as e:
         print(f"make_random_bundle: error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:
