@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = os.path.join(REPO, "tools")
 
 from era_tools import make_random_bundle as mrb
+from era_tools import torch_versions
 
 MAKE = os.path.join(TOOLS, "make_random_bundle.py")
 SCRATCH = None  # set in main()
@@ -39,7 +40,7 @@ def read_json(path):
 
 
 def params(bundle, name):
-    m = torch.jit.load(os.path.join(bundle, name))
+    m = torch_versions.load(os.path.join(bundle, name))
     return {k: list(p.shape) for k, p in m.named_parameters()}
 
 
@@ -82,8 +83,8 @@ class RandomBundleTest(unittest.TestCase):
         out2 = os.path.join(SCRATCH, "tiny-again")
         self.assertEqual(make("--preset", "tiny", "--dtype", "float32", "--out", out2,
                               "--no-check").returncode, 0)
-        a = torch.jit.load(os.path.join(out, "decoder.pt")).state_dict()
-        b = torch.jit.load(os.path.join(out2, "decoder.pt")).state_dict()
+        a = torch_versions.load(os.path.join(out, "decoder.pt")).state_dict()
+        b = torch_versions.load(os.path.join(out2, "decoder.pt")).state_dict()
         self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
         # rows past the tokenizer are the mean row: greedy decoding never picks them
         lm = a["lm_head.weight"]
@@ -105,7 +106,7 @@ class RandomBundleTest(unittest.TestCase):
         m = self.check_shapes(out, spec, 2048)
         self.assertEqual(m["arch"], "llava-next")
         self.assertEqual(m["dtype"], "float16")
-        proj = torch.jit.load(os.path.join(out, "projector.pt"))
+        proj = torch_versions.load(os.path.join(out, "projector.pt"))
         newline = dict(proj.named_parameters())["image_newline"]
         self.assertEqual(list(newline.shape), [96])
         self.assertEqual(newline.dtype, torch.float16)
