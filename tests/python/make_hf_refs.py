@@ -72,7 +72,8 @@ def hf_tokenizer(tokenizer_model):
 def build(case, tok):
     import transformers as tf
     row = hf_cases.CASES[case]
-    text = tf.LlamaConfig(**dict(hf_cases.TEXT, **row.get("text", {})))
+    text_cls = {"llama": tf.LlamaConfig, "mistral": tf.MistralConfig}[row.get("text_model", "llama")]
+    text = text_cls(**dict(hf_cases.TEXT, **row.get("text", {})))
     vision = tf.CLIPVisionConfig(**dict(hf_cases.VISION, **row.get("vision", {})))
     image_token_id, pad_token_id = IMAGE_TOKEN_ID, PAD_TOKEN_ID
     top = dict(row.get("top", {}))
@@ -149,7 +150,9 @@ def make_case(case, out):
         shutil.copyfile(tokenizer_model, os.path.join(ckpt, "tokenizer.model"))
     if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
         raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
-    prompt = vicuna_v1_prompt(hf_cases.QUESTION)
+    template = row.get("prompt", "vicuna_v1")
+    prompt = (vicuna_v1_prompt(hf_cases.QUESTION) if template == "vicuna_v1"
+              else hf_cases.PROMPTS[template].format(question=hf_cases.QUESTION))
     images = []
     for k, (w, h) in enumerate(row["images"]):
         d = os.path.join(folder, str(k))

@@ -49,7 +49,16 @@ CASES = {
     # NeXT with a list of feature layers
     "next_layers": {"arch": "llava_next", "images": IMAGES_NEXT[:2],
                     "top": {"vision_feature_layer": [1, -2]}},
+    # llava-v1.6-mistral-7b-hf's layout: a MistralConfig text model (GQA, rope_theta 1e6, no
+    # sliding window) and the [INST] ... [/INST] prompt (era's template mistral_instruct)
+    "next_mistral": {"arch": "llava_next", "images": IMAGES_NEXT[:2], "text_model": "mistral",
+                     "prompt": "mistral_instruct",
+                     "text": {"num_key_value_heads": 2, "rope_theta": 1e6,
+                              "sliding_window": None}},
 }
 
 QUESTION = "What is shown in this image?"
+# The prompt text transformers is given, per template (era builds its own from the manifest).
+PROMPTS = {"vicuna_v1": None,  # prompt_reference.vicuna_v1_prompt
+           "mistral_instruct": "[INST] <image>\n{question} [/INST]"}
 GREEDY_TOKENS = 32
