@@ -92,6 +92,7 @@ TEST(HfParity, Llava15FeatureLayerList) { check_case("llava15_layers"); }
 TEST(HfParity, NextGqaCustomPinpoints) { check_case("next_gqa_pins"); }
 TEST(HfParity, NextFeatureLayerList) { check_case("next_layers"); }
 TEST(HfParity, NextMistralTextModel) { check_case("next_mistral"); }
+TEST(HfParity, NextYiChatmlPiecesInSentencePiece) { check_case("next_yi_chatml"); }
 
 // Under "full" the CLS token is a visual token: 577 per crop, and every reducing method is
 // refused by name rather than run on a patch geometry that leaves it out.

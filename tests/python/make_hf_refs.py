@@ -50,9 +50,11 @@ IMAGE_TOKEN_ID, PAD_TOKEN_ID = 1000, 1001  # right after the 1000 SentencePiece 
 MIN_MARGIN = 1e-4  # ~100x the fp32 differences between implementations (logits ~1e-6 abs)
 
 
-def hf_tokenizer(tokenizer_model):
+def hf_tokenizer(tokenizer_model, sp_pieces=()):
     """transformers' LlamaTokenizer converted from the SentencePiece model era reads, with
-    <image> and <pad> appended as special tokens (ids 1000, 1001). BOS is added as LLaVA does."""
+    <image> and <pad> appended as special tokens (ids 1000, 1001) and the model's own user-defined
+    `sp_pieces` marked special (as llava-v1.6-34b-hf marks Yi's <|im_start|> / <|im_end|>). BOS is
+    added as LLaVA does."""
     from transformers import LlamaTokenizer
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copyfile(tokenizer_model, os.path.join(tmp, "tokenizer.model"))
@@ -61,11 +63,16 @@ def hf_tokenizer(tokenizer_model):
         # legacy=False transformers drops that "▁" and the prompts differ by one token.
         tok = LlamaTokenizer.from_pretrained(tmp, add_bos_token=True, add_eos_token=False,
                                              legacy=True)
+    pieces = [tok.convert_tokens_to_ids(p) for p in sp_pieces]
     tok.add_tokens(["<image>"], special_tokens=True)  # ids in the order added: <image> first
     tok.add_special_tokens({"pad_token": "<pad>"})
+    if sp_pieces:  # already in the vocabulary: marked special, ids unchanged
+        tok.add_special_tokens({"additional_special_tokens": list(sp_pieces)})
     got = (tok.convert_tokens_to_ids("<image>"), tok.convert_tokens_to_ids("<pad>"))
     if len(tok) != 1002 or got != (IMAGE_TOKEN_ID, PAD_TOKEN_ID):
         raise SystemExit(f"make_hf_refs: unexpected tokenizer ids {got}, size {len(tok)}")
+    if [tok.convert_tokens_to_ids(p) for p in sp_pieces] != pieces or 0 in pieces:
+        raise SystemExit(f"make_hf_refs: the pieces {list(sp_pieces)} are not single SentencePiece ids")
     return tok
 
 
@@ -141,18 +148,29 @@ def make_case(case, out):
     os.makedirs(folder)
     # one tokenizer per case: the cases are separate ctest fixtures that may run in parallel
     tokenizer_model = os.path.join(folder, "tokenizer.model")
-    train_tokenizer(tokenizer_model)
-    tok = hf_tokenizer(tokenizer_model)
+    train_tokenizer(tokenizer_model, row.get("sp_pieces", ()))
+    tok = hf_tokenizer(tokenizer_model, row.get("sp_pieces", ()))
     model, processor = build(case, tok)
+    template = row.get("prompt", "vicuna_v1")
+    if template == "chatml":  # saved with the checkpoint, as llava-hf's 34B has it
+        processor.chat_template = hf_cases.CHAT_TEMPLATE_34B
     model.save_pretrained(ckpt, safe_serialization=True)
     processor.save_pretrained(ckpt)
     if not os.path.isfile(os.path.join(ckpt, "tokenizer.model")):
         shutil.copyfile(tokenizer_model, os.path.join(ckpt, "tokenizer.model"))
-    if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
+    # The exporter's default for a ChatML checkpoint is LLaVA's evaluation template chatml_direct;
+    # transformers' chat template is era's "chatml", asked for by name.
+    pick = ["--template", "chatml"] if template == "chatml" else []
+    if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"] + pick) != 0:
         raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
-    template = row.get("prompt", "vicuna_v1")
-    prompt = (vicuna_v1_prompt(hf_cases.QUESTION) if template == "vicuna_v1"
-              else hf_cases.PROMPTS[template].format(question=hf_cases.QUESTION))
+    if template == "vicuna_v1":
+        prompt = vicuna_v1_prompt(hf_cases.QUESTION)
+    elif template == "chatml":
+        prompt = processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": hf_cases.QUESTION}]}],
+            add_generation_prompt=True)
+    else:
+        prompt = hf_cases.PROMPTS[template].format(question=hf_cases.QUESTION)
     images = []
     for k, (w, h) in enumerate(row["images"]):
         d = os.path.join(folder, str(k))
@@ -162,7 +180,7 @@ def make_case(case, out):
         references(model, processor, Image.open(png).convert("RGB"), prompt, d)
         images.append({"dir": d, "png": png, "width": w, "height": h})
     write_json(folder, "case.json", {"arch": row["arch"], "bundle": bundle, "checkpoint": ckpt,
-                                     "question": hf_cases.QUESTION, "images": images,
+                                     "question": hf_cases.QUESTION, "prompt": prompt, "images": images,
                                      "config": {k: v for k, v in row.items() if k != "images"}})
     print(f"make_hf_refs: {case}: {len(images)} image(s) in {time.time() - start:.1f} s")
 

@@ -86,13 +86,17 @@ def parse_args(argv=None):
 # ------------------------------------------------------------------------------------------------
 # tokenizer
 
-def train_tokenizer(dest):
+def train_tokenizer(dest, user_defined=()):
     """Train with the spm_train binary in a scratch folder. Relative paths are used on purpose:
     spm_train records --input / --model_prefix in the model, so absolute paths would make the file
-    depend on where the repository lives."""
+    depend on where the repository lives. `user_defined`: pieces the model itself keeps whole
+    (SentencePiece user-defined symbols, ids right after <unk> <s> </s>), as Yi's tokenizer.model
+    holds <|im_start|> / <|im_end|>."""
     with tempfile.TemporaryDirectory(prefix="era-spm-") as tmp:
         shutil.copyfile(CORPUS, os.path.join(tmp, "spm_corpus.txt"))
         flags = ["--input=spm_corpus.txt", "--model_prefix=tokenizer"] + SPM_FLAGS
+        if user_defined:
+            flags.append("--user_defined_symbols=" + ",".join(user_defined))
         spm_train = shutil.which("spm_train")
         if spm_train:
             subprocess.run([spm_train] + flags, cwd=tmp, check=True,

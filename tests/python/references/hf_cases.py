@@ -55,10 +55,26 @@ CASES = {
                      "prompt": "mistral_instruct",
                      "text": {"num_key_value_heads": 2, "rope_theta": 1e6,
                               "sliding_window": None}},
+    # llava-v1.6-34b-hf's layout (Yi): <|im_start|> / <|im_end|> are pieces of the SentencePiece
+    # model itself (user-defined symbols: ids 3 and 4 here, 6 and 7 in Yi's), marked special in the
+    # tokenizer config; answers end at <|im_end|>; the prompt is what transformers'
+    # apply_chat_template makes from the 34B chat template (era's template chatml)
+    "next_yi_chatml": {"arch": "llava_next", "images": IMAGES_NEXT[2:4], "prompt": "chatml",
+                       "sp_pieces": ["<|im_start|>", "<|im_end|>"],
+                       "text": {"num_key_value_heads": 1, "rope_theta": 5e6}},
 }
 
 QUESTION = "What is shown in this image?"
 # The prompt text transformers is given, per template (era builds its own from the manifest).
 PROMPTS = {"vicuna_v1": None,  # prompt_reference.vicuna_v1_prompt
-           "mistral_instruct": "[INST] <image>\n{question} [/INST]"}
+           "mistral_instruct": "[INST] <image>\n{question} [/INST]",
+           "chatml": None}  # processor.apply_chat_template with CHAT_TEMPLATE_34B
+# llava-hf/llava-v1.6-34b-hf's chat template (images first, then text; "\n" after <|im_end|>).
+CHAT_TEMPLATE_34B = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}"
+    "{{ '<image>\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{{ content['text'] }}{% endfor %}{{ '<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
 GREEDY_TOKENS = 32
