@@ -28,7 +28,6 @@ top-1 / top-2 logit gap along the greedy path is recorded too: a near-tie would 
 comparison flaky, and the fixture refuses one below 1e-4 (pick another seed).
 """
 import argparse
-import json
 import os
 import shutil
 import sys

@@ -11,10 +11,8 @@ float32 at rounding-noise tolerance; bfloat16 against float32 at a bfloat16 tole
 On torch < 2.1 (Debian's 1.13) there is no sdpa: its tests are skipped with the reason printed;
 on torch >= 2.1 none is skipped (test_sdpa_is_available_where_it_should_be makes sure).
 """
-import argparse
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,7 @@ import torch
 from era_tools import llava_model as lm
 from era_tools import torch_versions
 from era_tools.hf_checkpoint import load_checkpoint
+from references.checkpoint_main import run_unittests
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKPOINT = None  # set in main()
@@ -194,26 +193,14 @@ class ExportAttentionTest(unittest.TestCase):
             self.skipTest(f"math exported; {NO_SDPA}")
 
 
-def main():
+def use_checkpoint(path):
     global CHECKPOINT
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--checkpoint")
-    args, rest = parser.parse_known_args()
-    tmp = None
-    if args.checkpoint:
-        CHECKPOINT = os.path.abspath(args.checkpoint)
-    else:
-        tmp = tempfile.mkdtemp(prefix="era-tiny-")
-        CHECKPOINT = os.path.join(tmp, "tiny-llava-1.5")
-        subprocess.run([sys.executable, os.path.join(REPO, "tools", "make_tiny_llava.py"),
-                        "--arch", "llava-1.5", "--seed", "0", "--out", CHECKPOINT], check=True)
+    CHECKPOINT = path
     print(f"torch {torch.__version__}")
-    try:
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if prog.result.wasSuccessful() else 1
+
+
+def main():
+    return run_unittests("llava-1.5", use_checkpoint)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ exporter CLI.
 DIR is a tiny checkpoint from tools/make_tiny_llava.py (one is generated in a temp folder when
 --checkpoint is not given). Exits non-zero on failure.
 """
-import argparse
 import json
 import math
 import os
@@ -28,6 +27,8 @@ from era_tools.hf_checkpoint import TextConfig, load_checkpoint, load_config
 from era_tools.make_tiny_llava import to_new_layout as new_layout_name
 from era_tools.safetensors_io import (SafetensorsError, WeightsFileError, load_file,
                                       load_weights_folder, read_header, save_file)
+from references.checkpoint_main import run_unittests
+from references.fixture_files import read_json
 
 CHECKPOINT = None  # set in main()
 EXPORTER = os.path.join(TOOLS, "export_llava.py")
@@ -49,11 +50,6 @@ def bits(t):
     if t.dtype.is_floating_point:
         return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
     return t
-
-
-def read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
 
 
 def read_bytes(path):
@@ -774,25 +770,13 @@ class LayoutTest(unittest.TestCase):
         self.assertIn("model.language_model.norm.weight", r.stderr)
 
 
-def main():
+def use_checkpoint(path):
     global CHECKPOINT
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--checkpoint")
-    args, rest = parser.parse_known_args()
-    tmp = None
-    if args.checkpoint:
-        CHECKPOINT = os.path.abspath(args.checkpoint)
-    else:
-        tmp = tempfile.mkdtemp(prefix="era-tiny-")
-        CHECKPOINT = os.path.join(tmp, "tiny-llava-1.5")
-        subprocess.run([sys.executable, os.path.join(TOOLS, "make_tiny_llava.py"), "--arch",
-                        "llava-1.5", "--seed", "0", "--out", CHECKPOINT], check=True)
-    try:
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if prog.result.wasSuccessful() else 1
+    CHECKPOINT = path
+
+
+def main():
+    return run_unittests("llava-1.5", use_checkpoint)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ reduction (which tests/reduce covers). It is not vacuous: some log b_k are > 0, 
 the logits move by far more than the tolerance.
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -31,6 +30,8 @@ import unittest
 
 import numpy as np
 import torch
+
+from references.fixture_files import read_json
 
 ERA_INFER = HF_DIR = SCRATCH = None  # set in main()
 CASE = "llava15_gqa"  # GQA: the bias must reach every query head of a shared key head
@@ -44,11 +45,6 @@ def max_rel_error(got, want):
     """max |got - want| / max |want|, in float64 (test_decoder_parity.cpp's definition)."""
     got, want = torch.as_tensor(got).double(), torch.as_tensor(want).double()
     return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
-
-
-def read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
 
 
 def run_era(case, out):

@@ -9,8 +9,6 @@ counts) that make_next_refs.py writes the C++ fixtures with.
 DIR is a checkpoint from `tools/make_tiny_llava.py --arch llava-next` (one is generated in a temp
 folder when --checkpoint is not given). Exits non-zero on failure.
 """
-import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -32,6 +30,8 @@ from era_tools.make_tiny_llava import to_new_layout
 from era_tools.safetensors_io import load_file, save_file
 from references import anyres_reference as ar
 from references import pil_reference
+from references.checkpoint_main import run_unittests
+from references.fixture_files import dump_json, read_json
 
 CHECKPOINT = None  # set in main()
 EXPORTER = os.path.join(TOOLS, "export_llava.py")
@@ -43,16 +43,6 @@ TILE, P = 336, 24
 # (height, width) -> tokens, /work/shared/reference/llava.md A.6
 TOKENS = {(336, 336): 1176, (480, 640): 2340, (899, 1024): 2634, (700, 700): 2928}
 MORE_TOKENS = {(300, 400): 1368, (427, 640): 2144, (1080, 1920): 1948, (300, 1200): 1890}
-
-
-def read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
 
 
 def export(ckpt, out, *extra):
@@ -107,7 +97,7 @@ class NextCheckpointTest(Tmp):
             folder = tempfile.mkdtemp(dir=self.tmp)
             cfg = dict(base, **changes)
             cfg = {k: v for k, v in cfg.items() if v is not None}
-            write_json(os.path.join(folder, "config.json"), cfg)
+            dump_json(os.path.join(folder, "config.json"), cfg)
             return folder
 
         self.assertEqual(load_config(cfg_with(image_grid_pinpoints=None)).grid_pinpoints,
@@ -127,14 +117,14 @@ class NextCheckpointTest(Tmp):
         path = os.path.join(ck, "preprocessor_config.json")
         pre = read_json(path)
         reordered = list(reversed(pre["image_grid_pinpoints"]))
-        write_json(path, dict(pre, image_grid_pinpoints=reordered))
+        dump_json(path, dict(pre, image_grid_pinpoints=reordered))
         with self.assertRaisesRegex(CheckpointError, "differ from config.json"):
             load_checkpoint(ck, load_weights=False)
         # a base size other than the tile size is honoured (HF squashes the base image to it and
         # resizes + centre-crops every crop), not refused
-        write_json(path, dict(pre, size={"shortest_edge": 224}))
+        dump_json(path, dict(pre, size={"shortest_edge": 224}))
         self.assertEqual(load_checkpoint(ck, load_weights=False).preprocessor.shortest_edge, 224)
-        write_json(path, dict(pre, size={"height": 336, "width": 336}))
+        dump_json(path, dict(pre, size={"height": 336, "width": 336}))
         with self.assertRaisesRegex(CheckpointError, "size"):
             load_checkpoint(ck, load_weights=False)
 
@@ -378,25 +368,13 @@ class NextRefsTest(Tmp):
         self.assertEqual(info["seq_len"], logits.shape[0])
 
 
-def main():
+def use_checkpoint(path):
     global CHECKPOINT
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--checkpoint")
-    args, rest = parser.parse_known_args()
-    tmp = None
-    if args.checkpoint:
-        CHECKPOINT = os.path.abspath(args.checkpoint)
-    else:
-        tmp = tempfile.mkdtemp(prefix="era-tiny-next-")
-        CHECKPOINT = os.path.join(tmp, "tiny-llava-next")
-        subprocess.run([sys.executable, MAKE_TINY, "--arch", "llava-next", "--seed", "0",
-                        "--out", CHECKPOINT], check=True)
-    try:
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if prog.result.wasSuccessful() else 1
+    CHECKPOINT = path
+
+
+def main():
+    return run_unittests("llava-next", use_checkpoint)
 
 
 if __name__ == "__main__":

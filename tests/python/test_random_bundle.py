@@ -24,6 +24,7 @@ TOOLS = os.path.join(REPO, "tools")
 
 from era_tools import make_random_bundle as mrb
 from era_tools import torch_versions
+from references.fixture_files import read_json
 
 MAKE = os.path.join(TOOLS, "make_random_bundle.py")
 SCRATCH = None  # set in main()
@@ -32,11 +33,6 @@ SCRATCH = None  # set in main()
 def make(*args):
     return subprocess.run([sys.executable, MAKE, *args], capture_output=True, text=True,
                           timeout=600)
-
-
-def read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
 
 
 def params(bundle, name):

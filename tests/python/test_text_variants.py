@@ -8,7 +8,6 @@ edited into each variant, so only the fields under test differ.
     test_text_variants.py --checkpoint DIR [unittest options]
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ import unittest
 from era_tools.export_llava import make_manifest
 from era_tools.hf_checkpoint import CheckpointError, load_checkpoint
 from era_tools.prompt_template import TemplateError
+from references.fixture_files import dump_json, read_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORTER = os.path.join(REPO, "tools", "export_llava.py")
@@ -30,16 +30,6 @@ MISTRAL_CHAT_TEMPLATE = ("{% for message in messages %}{% if message['role'] == 
 CHATML_CHAT_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
                         "{{ message['content'] }}{{ '<|im_end|>\\n' }}{% endfor %}")
 IM_START_ID, IM_END_ID = 1002, 1003  # inside the tiny model's vocab_size 1024, after <pad>
-
-
-def read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
 
 
 class Variant(unittest.TestCase):
@@ -55,7 +45,7 @@ class Variant(unittest.TestCase):
         path = os.path.join(self.ckpt, name)
         obj = read_json(path) if os.path.isfile(path) else {}
         change(obj)
-        write_json(path, obj)
+        dump_json(path, obj)
 
     def manifest(self, template="auto"):
         return make_manifest(load_checkpoint(self.ckpt, load_weights=False), "t", "float32", "math",
