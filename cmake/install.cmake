@@ -53,6 +53,9 @@ if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counter
   string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
 endif()
 string(APPEND ERA_PC_TORCH_LIBS " -lopencv_imgcodecs -lopencv_imgproc -lopencv_core")
+if(ERA_SANITIZE)  # a sanitizer build (tools/sanitize.sh): its users link the same runtime
+  string(APPEND ERA_PC_TORCH_LIBS " -fsanitize=${ERA_SANITIZE}")
+endif()
 # The prefix is taken from where era.pc lies, so the tree works wherever it is installed or moved.
 file(RELATIVE_PATH ERA_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" ERA_PC_TO_PREFIX "${ERA_PC_TO_PREFIX}")

@@ -208,6 +208,11 @@ Dims probe_pnm(ByteReader& r, const std::string& name) {
       ++pos;
     }
     if (!digits) fail(name, "corrupt PNM header");
+    // OpenCV's reader takes the byte after a number as its delimiter, whatever it is: "2501#3\n"
+    // is width 2501 and height 3 for it, while a comment here would hide the 3 from this probe.
+    // The probe must see the sizes the decoder will allocate, so only whitespace may follow.
+    if (!r.read(pos, &c, 1) || !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'))
+      fail(name, "corrupt PNM header (a size must be followed by whitespace)");
     return v;
   };
   const int64_t w = next_int();

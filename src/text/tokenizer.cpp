@@ -11,6 +11,17 @@
 #include "text/sentencepiece_backend.h"
 #include "text/shim_paths.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ERA_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ERA_UNDER_ASAN 1
+#endif
+#endif
+#ifndef ERA_UNDER_ASAN
+#define ERA_UNDER_ASAN 0
+#endif
+
 namespace era {
 namespace {
 
@@ -59,6 +70,30 @@ struct LoadedShim {
   std::string failure;  // why none was, when create is null
 };
 
+// dlopen(RTLD_LOCAL | RTLD_DEEPBIND), the isolation sentencepiece_backend.h explains.
+// AddressSanitizer's dlopen interceptor refuses RTLD_DEEPBIND outright (google/sanitizers#611:
+// a deep-bound library may resolve malloc to libc's rather than the sanitizer's). Sanitizer
+// builds therefore ask libc's own dlopen, found past the interceptor with RTLD_NEXT; what that
+// costs (sentencepiece's raw mallocs go unchecked, ASan's alloc/dealloc-mismatch check must be
+// off) is documented with the sanitizer build in tools/sanitize.sh.
+#if ERA_UNDER_ASAN
+// The pairing above is not a bug: inside the deep-bound sentencepiece, operator new resolves to
+// libstdc++'s (malloc underneath) while era's code frees with ASan's operator delete. Built into
+// the sanitized binaries themselves so every way of starting them (tests, scripts, a user's
+// shell) has it; ASAN_OPTIONS can still override it.
+extern "C" const char* __asan_default_options() { return "alloc_dealloc_mismatch=0"; }
+#endif
+
+void* open_deep_bound(const char* path) {
+  constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#if ERA_UNDER_ASAN
+  using DlopenFn = void* (*)(const char*, int);
+  static const auto libc_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
+  if (libc_dlopen) return libc_dlopen(path, kFlags);
+#endif
+  return dlopen(path, kFlags);
+}
+
 const LoadedShim& load_shim() {
   static std::once_flag once;
   static LoadedShim shim;
@@ -70,7 +105,7 @@ const LoadedShim& load_shim() {
         tried += " " + path.string();
         continue;
       }
-      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* handle = open_deep_bound(path.c_str());
       if (!handle) {
         if (bare) {  // not on the search path: keep looking
           tried += " " + path.string() + " (dlopen search)";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "era/error.h"
+#include "util/input_file.h"
 
 namespace era {
 namespace {
@@ -15,6 +16,8 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kAlign = 64;         // numpy.lib.format.ARRAY_ALIGN
 constexpr size_t kGrowthDigits = 21;  // numpy.lib.format.GROWTH_AXIS_MAX_DIGITS
+// Reference dumps and era_reduce inputs are features of one request: far below this.
+constexpr uint64_t kMaxNpyBytes = uint64_t(4) << 30;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
@@ -162,46 +165,67 @@ std::string shape_repr(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-torch::Tensor read_npy(const std::string& path) {
-  if (!host_is_little_endian()) fail(path, ".npy support requires a little-endian host");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open .npy file");
-  char pre[kMagicLen + 2];
-  if (!in.read(pre, sizeof(pre)) || std::memcmp(pre, kMagic, kMagicLen) != 0)
-    fail(path, "not a .npy file (bad magic)");
-  const int major = static_cast<unsigned char>(pre[kMagicLen]);
+torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& name) {
+  if (!host_is_little_endian()) fail(name, ".npy support requires a little-endian host");
+  // Every length below is checked against the bytes that are really there before it is used,
+  // so a hostile header can neither read past the buffer nor make us allocate what is absent.
+  size_t at = 0;
+  auto take = [&](size_t n, const char* what) {
+    if (size - at < n) fail(name, std::string("truncated .npy ") + what);
+    const uint8_t* p = data + at;
+    at += n;
+    return p;
+  };
+  const uint8_t* pre = take(kMagicLen + 2, "file (bad magic)");
+  if (std::memcmp(pre, kMagic, kMagicLen) != 0) fail(name, "not a .npy file (bad magic)");
+  const int major = pre[kMagicLen];
   size_t header_len = 0;
   if (major == 1) {
-    unsigned char b[2];
-    if (!in.read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated .npy header");
+    const uint8_t* b = take(2, "header");
     header_len = b[0] | (size_t(b[1]) << 8);
   } else if (major == 2 || major == 3) {
-    unsigned char b[4];
-    if (!in.read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated .npy header");
+    const uint8_t* b = take(4, "header");
     header_len = b[0] | (size_t(b[1]) << 8) | (size_t(b[2]) << 16) | (size_t(b[3]) << 24);
-    if (header_len > (64u << 20)) fail(path, "implausible .npy header length");
   } else {
-    fail(path, "unsupported .npy format version " + std::to_string(major));
+    fail(name, "unsupported .npy format version " + std::to_string(major));
   }
-  std::string header(header_len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path, "truncated .npy header");
+  const uint8_t* header_bytes = take(header_len, "header");
+  const std::string header(reinterpret_cast<const char*>(header_bytes), header_len);
 
-  const NpyHeader h = parse_header(header, path);
+  const NpyHeader h = parse_header(header, name);
   const DtypeInfo* dt = dtype_from_descr(h.descr);
-  if (!dt) fail(path, "unsupported .npy dtype '" + h.descr + "' (want <f4, <f8, <i8, <i4 or |u1)");
-  if (h.fortran_order) fail(path, "Fortran-ordered .npy arrays are not supported");
+  if (!dt) fail(name, "unsupported .npy dtype '" + h.descr + "' (want <f4, <f8, <i8, <i4 or |u1)");
+  if (h.fortran_order) fail(name, "Fortran-ordered .npy arrays are not supported");
+  if (h.shape.size() > 32) fail(name, "implausible .npy shape " + shape_repr(h.shape) + " (more than 32 axes)");
 
-  int64_t numel = 1;
+  // The element count may not exceed what the remaining bytes hold (checked by division, so the
+  // product of hostile dimensions cannot overflow first).
+  const size_t available = (size - at) / dt->itemsize;
+  size_t numel = 1;
   for (int64_t d : h.shape) {
-    if (d != 0 && numel > (int64_t(1) << 40) / d) fail(path, "implausible .npy shape " + shape_repr(h.shape));
-    numel *= d;
+    if (d == 0) {
+      numel = 0;
+      break;
+    }
   }
+  if (numel != 0) {
+    for (int64_t d : h.shape) {
+      if (static_cast<uint64_t>(d) > available / numel)
+        fail(name, "truncated .npy data (shape " + shape_repr(h.shape) + " needs more than the " +
+                       std::to_string(size - at) + " data bytes present)");
+      numel *= static_cast<size_t>(d);
+    }
+  }
+  const size_t nbytes = numel * dt->itemsize;
+  take(nbytes, "data");
   auto tensor = torch::empty(h.shape, torch::TensorOptions().dtype(dt->type));
-  const auto nbytes = static_cast<std::streamsize>(numel * dt->itemsize);
-  if (nbytes > 0 && !in.read(static_cast<char*>(tensor.data_ptr()), nbytes))
-    fail(path, "truncated .npy data (expected " + std::to_string(nbytes) + " bytes for shape " +
-                   shape_repr(h.shape) + ")");
+  if (nbytes > 0) std::memcpy(tensor.data_ptr(), data + (at - nbytes), nbytes);
   return tensor;
+}
+
+torch::Tensor read_npy(const std::string& path) {
+  const std::string bytes = read_input_file(path, ".npy file", kMaxNpyBytes);
+  return parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 
 void write_npy(const std::string& path, const torch::Tensor& tensor) {

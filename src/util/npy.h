@@ -7,11 +7,17 @@
 // to numpy's for the same array. Errors are era::Error(kInvalidArgument) naming the file.
 #include <torch/script.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace era {
 
+// Reads a .npy file (a regular file of at most 4 GiB; FIFOs and devices are refused unopened).
 torch::Tensor read_npy(const std::string& path);
+// The same on bytes in memory; `name` is used in messages. Never reads past `size` and never
+// allocates more than the bytes present can fill.
+torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& name);
 void write_npy(const std::string& path, const torch::Tensor& tensor);
 
 }  // namespace era

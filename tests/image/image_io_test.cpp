@@ -191,6 +191,33 @@ TEST(ImageIoTest, ProbeRefusesNonImages) {
   expect_image_error([&] { probe_image_header(empty); }, empty, "empty");
 }
 
+// Found by tools/fuzz.sh (tests/fuzz/corpus/image_header/regression-pnm-comment-after-width.ppm):
+// OpenCV reads "P6 2501#333333..." as height 333333 and allocated 2.5 GB, while the probe took
+// "#..." for a comment and let a small image through. The probe and the decoder must agree on
+// the sizes, so a size not followed by whitespace is refused; comments elsewhere still work.
+TEST(ImageIoTest, PnmSizesAreReadAsTheDecoderReadsThem) {
+  auto probe = [](const std::string& bytes) {
+    return probe_image_header(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem.ppm");
+  };
+  const std::string pixels(4 * 3 * 3, '\x7f');
+  for (const std::string header : {"P6\n2501#3\n25\n255\n", "P6 4x3 255\n"}) {
+    try {
+      probe(header + pixels);
+      ADD_FAILURE() << "accepted " << header;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kImage);
+      EXPECT_NE(std::string(e.what()).find("mem.ppm: corrupt PNM header"), std::string::npos) << e.what();
+    }
+  }
+  const std::string good = std::string("P6\n# a comment\n4 # another\n3\n255\n") + pixels;
+  const ImageHeader h = probe(good);
+  EXPECT_EQ(h.width, 4);
+  EXPECT_EQ(h.height, 3);
+  const cv::Mat rgb = decode_rgb_image(reinterpret_cast<const uint8_t*>(good.data()), good.size(), "mem.ppm");
+  EXPECT_EQ(rgb.cols, 4);
+  EXPECT_EQ(rgb.rows, 3);
+}
+
 TEST(ImageIoTest, RgbFromBuffer) {
   // RGB with padded rows.
   const int w = 3, h = 2, stride = 12;

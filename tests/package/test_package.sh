@@ -5,6 +5,10 @@
 #   test_package.sh BUILD_DIR SOURCE_DIR SCRATCH BUNDLE IMAGE
 set -euo pipefail
 build=$1 src=$2 scratch=$3 bundle=$4 image=$5
+# Outside projects are compiled with the compiler era was built with: a library built by clang
+# with sanitizers (tools/sanitize.sh) needs clang's sanitizer runtime in its users too.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+cxx=${cxx:-c++}
 rm -rf "$scratch"
 mkdir -p "$scratch"
 prefix=$scratch/prefix
@@ -28,7 +32,7 @@ extra=$(find "$prefix/include" -type f ! -path "$prefix/include/era/*.h" | head 
 for h in "$prefix"/include/era/*.h; do
   name=era/$(basename "$h")
   [ "$name" = era/debug.h ] && continue
-  echo "#include <$name>" | c++ -std=c++17 -fsyntax-only -I "$prefix/include" -x c++ - 2>"$scratch/header.err" ||
+  echo "#include <$name>" | "$cxx" -std=c++17 -fsyntax-only -I "$prefix/include" -x c++ - 2>"$scratch/header.err" ||
     { echo "FAIL: $name alone:"; cat "$scratch/header.err"; exit 1; }
   # Debian puts LibTorch's headers straight under /usr/include, where any compiler finds them: so
   # also check what the header asks for.
@@ -39,7 +43,7 @@ done
 echo "public headers: $(ls "$prefix"/include/era/*.h | wc -l) files, each compiles alone"
 
 # 1. CMake package, consumer configured with only the prefix on CMAKE_PREFIX_PATH.
-cmake -S "$src/tests/package/consumer" -B "$scratch/cmake-build" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$src/tests/package/consumer" -B "$scratch/cmake-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \
       -DCMAKE_PREFIX_PATH="$prefix" > "$scratch/cmake-configure.log" 2>&1 || { cat "$scratch/cmake-configure.log"; exit 1; }
 cmake --build "$scratch/cmake-build" -j2 > "$scratch/cmake-build.log" 2>&1 || { cat "$scratch/cmake-build.log"; exit 1; }
 # The consumer must compile against the installed headers, not the source tree.
@@ -51,7 +55,7 @@ check_run "$scratch/cmake-run.out"
 
 # 2. The install tree moved elsewhere still works (paths are relative to the package files).
 mv "$prefix" "$scratch/moved" && prefix=$scratch/moved
-cmake -S "$src/tests/package/consumer" -B "$scratch/moved-build" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$src/tests/package/consumer" -B "$scratch/moved-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \
       -DCMAKE_PREFIX_PATH="$prefix" > "$scratch/moved-configure.log" 2>&1 || { cat "$scratch/moved-configure.log"; exit 1; }
 cmake --build "$scratch/moved-build" -j2 > "$scratch/moved-build.log" 2>&1 || { cat "$scratch/moved-build.log"; exit 1; }
 "$scratch/moved-build/consumer" "$bundle" "$image" > "$scratch/moved-run.out"
@@ -63,7 +67,7 @@ export PKG_CONFIG_PATH=$pc_dir
 pkg-config --exists era
 [ "$(pkg-config --modversion era)" = "$(sed -n 's/^#define ERA_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/era/version.h")" ]
 # shellcheck disable=SC2046
-c++ -std=c++17 -O1 "$src/tests/package/consumer/consumer.cpp" -o "$scratch/pc-consumer" $(pkg-config --cflags --libs era opencv4)
+"$cxx" -std=c++17 -O1 "$src/tests/package/consumer/consumer.cpp" -o "$scratch/pc-consumer" $(pkg-config --cflags --libs era opencv4)
 "$scratch/pc-consumer" "$bundle" "$image" > "$scratch/pc-run.out"
 check_run "$scratch/pc-run.out"
 echo "package OK"

@@ -4,6 +4,10 @@
 #   test_readme_example.sh BUILD_DIR SOURCE_DIR SCRATCH BUNDLE IMAGE
 set -euo pipefail
 build=$1 src=$2 scratch=$3 bundle=$4 image=$5
+# Outside projects are compiled with the compiler era was built with: a library built by clang
+# with sanitizers (tools/sanitize.sh) needs clang's sanitizer runtime in its users too.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+cxx=${cxx:-c++}
 rm -rf "$scratch"
 mkdir -p "$scratch/app"
 cmake --install "$build" --prefix "$scratch/prefix" > "$scratch/install.log"
@@ -19,7 +23,7 @@ for name, code in blocks:
     (out / name).write_text(code)
 PY
 
-cmake -S "$scratch/app" -B "$scratch/app-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+cmake -S "$scratch/app" -B "$scratch/app-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
       > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
 cmake --build "$scratch/app-build" -j2 > "$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; exit 1; }
 "$scratch/app-build/ask" "$bundle" "$image" > "$scratch/run.out"

@@ -1,0 +1,10 @@
+#include "fuzz_targets.h"
+#include "model/manifest.h"
+#include "targets/scratch_file.h"
+#include "targets/swallow.h"
+
+// Through read_manifest, the function every bundle load calls: file checks, JSON, every field.
+int era::fuzz::manifest(const uint8_t* data, size_t size) {
+  const std::string bundle = scratch_folder_with("manifest", "manifest.json", data, size);
+  ERA_FUZZ_REFUSAL_IS_FINE(era::read_manifest(bundle));
+}
