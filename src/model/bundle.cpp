@@ -1,11 +1,13 @@
 #include "model/bundle.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
 #include "era/error.h"
 #include "model/export_compat.h"
+#include "util/input_file.h"
 
 namespace era {
 namespace {
@@ -20,17 +22,37 @@ std::string shape_str(at::IntArrayRef shape) {
   return os.str();
 }
 
-torch::jit::Module load_module(const std::string& dir, const std::string& file) {
-  const std::string path = dir + "/" + file;
-  if (!fs::is_regular_file(path)) throw Error(ErrorCode::kBundle, "bundle " + dir + ": missing module " + file);
+// The path of the file a `files.*` field names: relative, inside the bundle folder once every
+// symbolic link is resolved, and a regular file (a FIFO or device would block the loader or
+// never end). Checked before anything opens it.
+std::string bundle_file(const std::string& dir, const std::string& field, const std::string& name) {
+  const std::string what = "bundle " + dir + ": " + field + " = \"" + name + "\"";
+  const fs::path rel(name);
+  if (rel.is_absolute()) throw Error(ErrorCode::kBundle, what + ": must be a path relative to the bundle folder");
+  for (const auto& part : rel)
+    if (part == "..") throw Error(ErrorCode::kBundle, what + ": must not leave the bundle folder (\"..\")");
+  std::error_code ec;
+  const fs::path root = fs::canonical(dir, ec);
+  const fs::path target = fs::weakly_canonical(fs::path(dir) / rel, ec);
+  const auto mismatch = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+  if (ec || mismatch.first != root.end())
+    throw Error(ErrorCode::kBundle, what + ": resolves to " + target.string() + ", outside the bundle folder");
+  const std::string path = (fs::path(dir) / rel).string();
+  check_input_file(path, what + ":", uint64_t{1} << 40, ErrorCode::kBundle);
+  return path;
+}
+
+torch::jit::Module load_module(const std::string& dir, const std::string& field, const std::string& file) {
+  const std::string path = bundle_file(dir, field, file);
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kBundle, "bundle " + dir + ": cannot load " + file + " (" + first_line(e.what()) + ")");
+    throw Error(ErrorCode::kBundle, "bundle " + dir + ": cannot load " + field + " " + file + " (" + first_line(e.what()) + ")");
   }
 }
 
-// Checks the shape of one named parameter of a module against what the manifest implies.
+// Checks the shape of one named parameter of a module against what the manifest implies (-1 in
+// an expected shape: any size in that dimension).
 class ShapeChecker {
  public:
   ShapeChecker(const torch::jit::Module& m, std::string dir, std::string file) : dir_(std::move(dir)), file_(std::move(file)) {
@@ -42,7 +64,9 @@ class ShapeChecker {
     if (it == params_.end()) {
       throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " has no parameter '" + name + "' (not an era export?)");
     }
-    if (it->second.sizes() != at::IntArrayRef(shape)) {
+    bool same = it->second.dim() == static_cast<int64_t>(shape.size());
+    for (size_t d = 0; same && d < shape.size(); ++d) same = shape[d] < 0 || it->second.size(static_cast<int64_t>(d)) == shape[d];
+    if (!same) {
       throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " parameter '" + name + "' has shape " +
                                           shape_str(it->second.sizes()) + " but the manifest implies " + shape_str(shape) +
                                           " (module from another model?)");
@@ -60,6 +84,19 @@ void check_modules(const ModelBundle& b) {
   ShapeChecker vision(b.vision, b.dir, m.vision_file);
   vision.expect("embeddings.patch_embedding.weight", {v.hidden_size, 3, v.patch_size, v.patch_size});
   vision.expect("embeddings.position_embedding.weight", {v.num_patches + 1, v.hidden_size});
+  // The exporter keeps the layers_run layers the features need (the rest never run).
+  const int64_t vision_mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
+  for (int64_t i = 0; i < v.layers_run; ++i) {
+    const std::string p = "encoder.layers." + std::to_string(i) + ".";
+    for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"})
+      vision.expect(p + "self_attn." + proj + ".weight", {v.hidden_size, v.hidden_size});
+    vision.expect(p + "mlp.fc1.weight", {vision_mlp, v.hidden_size});
+    vision.expect(p + "mlp.fc2.weight", {v.hidden_size, vision_mlp});
+  }
+  if (vision.has("encoder.layers." + std::to_string(v.layers_run) + ".self_attn.q_proj.weight")) {
+    throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.vision_file + " has more than the manifest's " +
+                                        std::to_string(v.layers_run) + " vision layers (vision.layers_run)");
+  }
 
   ShapeChecker proj(b.projector, b.dir, m.projector_file);
   proj.expect("linear_1.weight", {m.projector_out, m.projector_in});
@@ -70,10 +107,18 @@ void check_modules(const ModelBundle& b) {
   ShapeChecker dec(b.decoder, b.dir, m.decoder_file);
   dec.expect("embed_tokens.weight", {t.vocab_size, t.hidden_size});
   dec.expect("lm_head.weight", {t.vocab_size, t.hidden_size});
+  dec.expect("norm.weight", {t.hidden_size});
   for (int64_t i = 0; i < t.num_layers; ++i) {
-    const std::string p = "layers." + std::to_string(i) + ".self_attn.";
-    dec.expect(p + "q_proj.weight", {t.num_heads * t.head_dim, t.hidden_size});
-    dec.expect(p + "k_proj.weight", {t.num_kv_heads * t.head_dim, t.hidden_size});
+    const std::string p = "layers." + std::to_string(i) + ".";
+    dec.expect(p + "self_attn.q_proj.weight", {t.num_heads * t.head_dim, t.hidden_size});
+    dec.expect(p + "self_attn.k_proj.weight", {t.num_kv_heads * t.head_dim, t.hidden_size});
+    dec.expect(p + "self_attn.v_proj.weight", {t.num_kv_heads * t.head_dim, t.hidden_size});
+    dec.expect(p + "self_attn.o_proj.weight", {t.hidden_size, t.num_heads * t.head_dim});
+    dec.expect(p + "mlp.gate_proj.weight", {t.intermediate_size, t.hidden_size});
+    dec.expect(p + "mlp.up_proj.weight", {t.intermediate_size, t.hidden_size});
+    dec.expect(p + "mlp.down_proj.weight", {t.hidden_size, t.intermediate_size});
+    dec.expect(p + "input_layernorm.weight", {t.hidden_size});
+    dec.expect(p + "post_attention_layernorm.weight", {t.hidden_size});
   }
   if (dec.has("layers." + std::to_string(t.num_layers) + ".self_attn.q_proj.weight")) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has more than the manifest's " +
@@ -87,6 +132,17 @@ void check_modules(const ModelBundle& b) {
   if (b.tokenizer->size() != m.tokens.tokenizer_vocab_size) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.tokenizer_file + " has " + std::to_string(b.tokenizer->size()) +
                                         " pieces but the manifest says " + std::to_string(m.tokens.tokenizer_vocab_size));
+  }
+  // BOS and EOS are the tokenizer's own pieces or added tokens; an id outside both would prompt
+  // and stop on tokens the model never saw.
+  for (const auto& [field, id] : {std::pair{"tokens.bos_id", m.tokens.bos_id}, std::pair{"tokens.eos_id", m.tokens.eos_id}}) {
+    bool known = id < b.tokenizer->size();
+    for (const auto& added : m.tokens.added_tokens) known = known || added.id == id;
+    if (!known) {
+      throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": manifest.json: " + field + " = " + std::to_string(id) +
+                                          ": is neither a piece of " + m.tokenizer_file + " (" +
+                                          std::to_string(b.tokenizer->size()) + " pieces) nor an added token");
+    }
   }
 }
 
@@ -131,10 +187,16 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   // Before any module is opened: an incompatible one would fail later inside TorchScript, and
   // LibTorch 1.13 only on the first call.
   check_export_compat(b.manifest, dir, libtorch_version());
-  b.vision = load_module(dir, b.manifest.vision_file);
-  b.projector = load_module(dir, b.manifest.projector_file);
-  b.decoder = load_module(dir, b.manifest.decoder_file);
-  b.tokenizer = std::make_unique<Tokenizer>(dir + "/" + b.manifest.tokenizer_file);
+  // Every file is checked before the first is opened: a bad one stops the load at once.
+  const std::string tokenizer_path = bundle_file(dir, "files.tokenizer", b.manifest.tokenizer_file);
+  for (const auto& [field, file] : {std::pair{"files.vision", b.manifest.vision_file},
+                                    std::pair{"files.projector", b.manifest.projector_file},
+                                    std::pair{"files.decoder", b.manifest.decoder_file}})
+    bundle_file(dir, field, file);
+  b.vision = load_module(dir, "files.vision", b.manifest.vision_file);
+  b.projector = load_module(dir, "files.projector", b.manifest.projector_file);
+  b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file);
+  b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
   check_modules(b);
 
   b.dtype = dtype.value_or(parse_dtype(b.manifest.dtype));

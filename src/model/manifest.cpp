@@ -1,35 +1,123 @@
 #include "model/manifest.h"
 
-#include <fstream>
+#include <cmath>
+#include <filesystem>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "era/error.h"
+#include "util/input_file.h"
 
 namespace era {
 namespace {
 
 using nlohmann::json;
 
-// Looks up "a.b.c" and converts, turning nlohmann's exceptions into one clear bundle error.
-template <typename T>
-T field(const json& root, const std::string& dotted, const std::string& where) {
+// Bounds on the numbers of a manifest (models/BUNDLE_FORMAT.md, "Validation"). Far above every
+// real checkpoint (LLaMA-3-405B: 126 layers, hidden 16384, 128 heads, vocabulary 128256), far
+// below what would make a loader allocate absurdly or overflow: a manifest is outside input.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxWidth = 65536;           // hidden sizes
+constexpr int64_t kMaxIntermediate = 1 << 20;  // MLP widths, projector widths
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 1024;
+constexpr int64_t kMaxLarChannels = 64;        // cache_head_dim - head_dim: the bias channel + padding
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxContext = int64_t{1} << 24;
+constexpr int64_t kMaxImageSize = 4096;
+constexpr int64_t kMaxPinpoints = 64;
+constexpr int64_t kMaxPinpointCrops = 16;      // each pinpoint side, in crops of the image size
+
+// The node at "a.b.c", or nullptr when some key on the way is absent.
+const json* find_node(const json& root, const std::string& dotted) {
   const json* node = &root;
   size_t start = 0;
   while (true) {
     const size_t dot = dotted.find('.', start);
     const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!node->is_object() || !node->contains(key)) {
-      throw Error(ErrorCode::kBundle, where + ": missing field '" + dotted + "'");
-    }
+    if (!node->is_object() || !node->contains(key)) return nullptr;
     node = &(*node)[key];
-    if (dot == std::string::npos) break;
+    if (dot == std::string::npos) return node;
     start = dot + 1;
   }
-  try {
-    return node->get<T>();
-  } catch (const json::exception&) {
-    throw Error(ErrorCode::kBundle, where + ": field '" + dotted + "' has the wrong type");
+}
+
+const json& node_at(const json& root, const std::string& dotted, const std::string& where) {
+  const json* node = find_node(root, dotted);
+  if (!node) throw Error(ErrorCode::kBundle, where + ": missing field '" + dotted + "'");
+  return *node;
+}
+
+// The value as the message shows it: short, one line.
+std::string shown(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+[[noreturn]] void bad_value(const std::string& where, const std::string& dotted, const json& v, const std::string& rule) {
+  throw Error(ErrorCode::kBundle, where + ": " + dotted + " = " + shown(v) + ": " + rule);
+}
+
+std::string range_rule(int64_t lo, int64_t hi) {
+  return "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+// An integer in [lo, hi]: JSON floats (2.0 included), booleans, strings and integers that do not
+// fit int64 are refused, never converted (nlohmann's conversion of 1e31 to an int is undefined).
+int64_t int_value(const json& v, const std::string& dotted, const std::string& where, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+    bad_value(where, dotted, v, range_rule(lo, hi));
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) bad_value(where, dotted, v, range_rule(lo, hi));
+  return x;
+}
+
+int64_t int_field(const json& root, const std::string& dotted, const std::string& where, int64_t lo, int64_t hi) {
+  return int_value(node_at(root, dotted, where), dotted, where, lo, hi);
+}
+
+int64_t int_field_or(const json& root, const std::string& dotted, const std::string& where, int64_t lo, int64_t hi,
+                     int64_t fallback) {
+  const json* node = find_node(root, dotted);
+  return node ? int_value(*node, dotted, where, lo, hi) : fallback;
+}
+
+std::string text_field(const json& root, const std::string& dotted, const std::string& where) {
+  const json& v = node_at(root, dotted, where);
+  if (!v.is_string()) bad_value(where, dotted, v, "must be a string");
+  return v.get<std::string>();
+}
+
+std::string text_field_or(const json& root, const std::string& dotted, const std::string& where, const std::string& fallback) {
+  return find_node(root, dotted) ? text_field(root, dotted, where) : fallback;
+}
+
+// Three finite numbers (mean, std), each checked by `ok` with `rule`.
+template <typename Ok>
+std::array<float, 3> three_numbers(const json& root, const std::string& dotted, const std::string& where, Ok ok,
+                                   const std::string& rule) {
+  const json& v = node_at(root, dotted, where);
+  if (!v.is_array() || v.size() != 3) bad_value(where, dotted, v, "must be a list of 3 numbers");
+  std::array<float, 3> out{};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string item = dotted + "[" + std::to_string(i) + "]";
+    if (!v[i].is_number()) bad_value(where, item, v[i], "must be a number");
+    const double x = v[i].get<double>();
+    if (!std::isfinite(x) || std::fabs(x) > 1e6 || !ok(x)) bad_value(where, item, v[i], rule);
+    out[i] = static_cast<float>(x);
   }
+  return out;
+}
+
+// A list of integers in [lo, hi], at most max_items long.
+std::vector<int64_t> int_list(const json& v, const std::string& dotted, const std::string& where, int64_t lo, int64_t hi,
+                              size_t max_items) {
+  if (!v.is_array() || v.empty() || v.size() > max_items)
+    bad_value(where, dotted, v, "must be a list of 1 to " + std::to_string(max_items) + " integers");
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(int_value(v[i], dotted + "[" + std::to_string(i) + "]", where, lo, hi));
+  return out;
 }
 
 void require(bool ok, const std::string& where, const std::string& what) {
@@ -42,30 +130,38 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
   const json& j = root;
   ImageSpec im;
   // The one place the layout is read as a string; the model family checks it fits its arch.
-  im.aspect_ratio = field<std::string>(j, "image.aspect_ratio", path);
+  im.aspect_ratio = text_field(j, "image.aspect_ratio", path);
   require(im.aspect_ratio == "pad" || im.aspect_ratio == "crop" || im.aspect_ratio == "anyres", path,
           "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, crop, anyres");
   im.layout = im.aspect_ratio == "anyres" ? ImageLayout::kAnyres
               : im.aspect_ratio == "crop" ? ImageLayout::kCrop
                                           : ImageLayout::kPad;
   if (im.layout == ImageLayout::kAnyres) {
-    for (const auto& hw : field<std::vector<std::array<int64_t, 2>>>(j, "image.grid_pinpoints", path)) {
-      require(hw[0] > 0 && hw[1] > 0 && hw[0] % vision_image_size == 0 && hw[1] % vision_image_size == 0, path,
-              "image.grid_pinpoints must be positive multiples of the image size");
-      im.grid_pinpoints.push_back({hw[0], hw[1]});
+    const json& list = node_at(j, "image.grid_pinpoints", path);
+    if (!list.is_array() || list.empty() || list.size() > static_cast<size_t>(kMaxPinpoints))
+      bad_value(path, "image.grid_pinpoints", list, "must be a list of 1 to " + std::to_string(kMaxPinpoints) + " [height, width] pairs");
+    const int64_t side_max = kMaxPinpointCrops * vision_image_size;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string item = "image.grid_pinpoints[" + std::to_string(i) + "]";
+      if (!list[i].is_array() || list[i].size() != 2) bad_value(path, item, list[i], "must be a [height, width] pair");
+      const int64_t h = int_value(list[i][0], item + "[0]", path, 1, side_max);
+      const int64_t w = int_value(list[i][1], item + "[1]", path, 1, side_max);
+      if (h % vision_image_size != 0 || w % vision_image_size != 0)
+        bad_value(path, item, list[i], "each side must be a multiple of the image size " + std::to_string(vision_image_size));
+      im.grid_pinpoints.push_back({h, w});
     }
-    require(!im.grid_pinpoints.empty(), path, "image.grid_pinpoints is empty");
   }
-  im.size = field<int64_t>(j, "image.size", path);
-  im.mean = field<std::array<float, 3>>(j, "image.mean", path);
-  im.std = field<std::array<float, 3>>(j, "image.std", path);
-  im.pad_color = field<std::array<uint8_t, 3>>(j, "image.pad_color", path);
-  require(im.size == vision_image_size, path, "image.size differs from vision.image_size");
+  im.size = int_field(j, "image.size", path, vision_image_size, vision_image_size);  // = vision.image_size
+  im.mean = three_numbers(j, "image.mean", path, [](double) { return true; }, "must be a finite number");
+  im.std = three_numbers(j, "image.std", path, [](double x) { return x >= 1e-6; },
+                         "must be a finite number of at least 1e-6 (pixels are divided by it)");
+  const json& pad = node_at(j, "image.pad_color", path);
+  if (!pad.is_array() || pad.size() != 3) bad_value(path, "image.pad_color", pad, "must be a list of 3 integers from 0 to 255");
+  for (size_t i = 0; i < 3; ++i)
+    im.pad_color[i] = static_cast<uint8_t>(int_value(pad[i], "image.pad_color[" + std::to_string(i) + "]", path, 0, 255));
   // Bundles exported before these fields existed resized straight to the crop size, bicubic.
-  im.shortest_edge = image.contains("shortest_edge") ? field<int64_t>(j, "image.shortest_edge", path) : im.size;
-  require(im.shortest_edge > 0 && im.shortest_edge <= 65536, path,
-          "image.shortest_edge " + std::to_string(im.shortest_edge) + " is not a positive size");
-  if (image.contains("resample")) im.resample = field<std::string>(j, "image.resample", path);
+  im.shortest_edge = int_field_or(j, "image.shortest_edge", path, 1, kMaxPinpointCrops * vision_image_size, im.size);
+  im.resample = text_field_or(j, "image.resample", path, im.resample);
   const auto filter = pil_filter_from_name(im.resample);
   require(filter.has_value(), path,
           "image.resample '" + im.resample + "' is not one of box, bilinear, hamming, bicubic, lanczos");
@@ -86,118 +182,117 @@ ImageSpec parse_image_spec(const std::string& image_json, int64_t vision_image_s
   return read_image(j, vision_image_size, where);
 }
 
-Manifest read_manifest(const std::string& bundle_dir) {
-  const std::string path = bundle_dir + "/manifest.json";
-  std::ifstream in(path);
-  if (!in.good()) {
-    throw Error(ErrorCode::kBundle, "not a model bundle: " + path + " not found (export one with tools/export_llava.py)");
-  }
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::kBundle, path + ": not valid JSON (" + e.what() + ")");
-  }
-  require(j.is_object() && j.value("format", "") == "era-bundle", path, "not an era bundle manifest (format != era-bundle)");
+namespace {
+
+Manifest manifest_from_json(const json& j, const std::string& path) {
+  require(j.is_object() && j.contains("format") && j["format"] == "era-bundle", path,
+          "not an era bundle manifest (format != era-bundle)");
 
   Manifest m;
-  m.format_version = field<int>(j, "format_version", path);
-  require(m.format_version == 1, path, "format_version " + std::to_string(m.format_version) + " is not supported (this build reads 1)");
+  m.format_version = static_cast<int>(int_field(j, "format_version", path, 1, 1));  // the one this build reads
   // Which architectures this build serves is the model families' business (family/registry.cpp).
-  m.arch = field<std::string>(j, "arch", path);
-  m.model_name = j.value("model_name", m.arch);
-  m.dtype = field<std::string>(j, "dtype", path);
-  m.attention = j.contains("exported_with") ? j["exported_with"].value("attention", "math") : "math";
-  m.decoder_api = j.contains("exported_with") ? j["exported_with"].value("decoder_api", 1) : 1;
+  m.arch = text_field(j, "arch", path);
+  m.model_name = text_field_or(j, "model_name", path, m.arch);
+  m.dtype = text_field(j, "dtype", path);
+  m.attention = text_field_or(j, "exported_with.attention", path, "math");
+  m.decoder_api = static_cast<int>(int_field_or(j, "exported_with.decoder_api", path, 0, 1000, 1));
   require(m.decoder_api == kDecoderApi, path,
           "exported with decoder API " + std::to_string(m.decoder_api) + ", this build needs " + std::to_string(kDecoderApi) +
               ": re-export the checkpoint with this version of tools/export_llava.py");
   // Which LibTorch can run the modules depends on the torch that wrote them (model/export_compat.h).
-  m.exported_torch = field<std::string>(j, "exported_with.torch", path);
-  m.vision_file = field<std::string>(j, "files.vision", path);
-  m.projector_file = field<std::string>(j, "files.projector", path);
-  m.decoder_file = field<std::string>(j, "files.decoder", path);
-  m.tokenizer_file = field<std::string>(j, "files.tokenizer", path);
+  m.exported_torch = text_field(j, "exported_with.torch", path);
+  // Only the names here; bundle.cpp checks that each is a regular file inside the bundle folder.
+  for (auto [field_name, out] : {std::pair{"files.vision", &m.vision_file}, std::pair{"files.projector", &m.projector_file},
+                                 std::pair{"files.decoder", &m.decoder_file}, std::pair{"files.tokenizer", &m.tokenizer_file}}) {
+    *out = text_field(j, field_name, path);
+    if (out->empty() || out->find('\0') != std::string::npos) bad_value(path, field_name, json(*out), "must name a file in the bundle");
+  }
 
   auto& v = m.vision;
-  v.image_size = field<int64_t>(j, "vision.image_size", path);
-  v.patch_size = field<int64_t>(j, "vision.patch_size", path);
-  v.num_patches = field<int64_t>(j, "vision.num_patches", path);
-  v.hidden_size = field<int64_t>(j, "vision.hidden_size", path);
-  v.num_heads = field<int64_t>(j, "vision.num_heads", path);
-  v.num_layers = field<int64_t>(j, "vision.num_layers", path);
-  v.feature_layer = field<int64_t>(j, "vision.feature_layer", path);
-  v.layers_run = field<int64_t>(j, "vision.layers_run", path);
-  require(v.patch_size > 0 && v.image_size % v.patch_size == 0, path, "vision.image_size must be a multiple of vision.patch_size");
-  require(v.num_patches == (v.image_size / v.patch_size) * (v.image_size / v.patch_size), path,
-          "vision.num_patches does not match image_size/patch_size");
+  v.image_size = int_field(j, "vision.image_size", path, 1, kMaxImageSize);
+  v.patch_size = int_field(j, "vision.patch_size", path, 1, v.image_size);
+  if (v.image_size % v.patch_size != 0)
+    bad_value(path, "vision.patch_size", json(v.patch_size), "must divide vision.image_size " + std::to_string(v.image_size));
+  const int64_t side = v.image_size / v.patch_size;
+  v.num_patches = int_field(j, "vision.num_patches", path, side * side, side * side);  // (image_size / patch_size)^2
+  v.hidden_size = int_field(j, "vision.hidden_size", path, 1, kMaxWidth);
+  v.num_heads = int_field(j, "vision.num_heads", path, 1, kMaxHeads);
+  if (v.hidden_size % v.num_heads != 0)
+    bad_value(path, "vision.num_heads", json(v.num_heads), "must divide vision.hidden_size " + std::to_string(v.hidden_size));
+  v.num_layers = int_field(j, "vision.num_layers", path, 1, kMaxLayers);
+  v.intermediate_size = int_field_or(j, "vision.intermediate_size", path, 1, kMaxIntermediate, 0);
+  // HF's vision_feature_layer: an index into the num_layers + 1 hidden states, negative from the end.
+  v.feature_layer = int_field(j, "vision.feature_layer", path, -(v.num_layers + 1), v.num_layers);
+  v.layers_run = int_field(j, "vision.layers_run", path, 1, v.num_layers);
   // Bundles exported before these fields existed are single-layer, CLS-dropping ones.
-  if (j["vision"].contains("feature_layers")) {
-    require(j["vision"]["feature_layers"].is_array() && !j["vision"]["feature_layers"].empty(), path,
-            "vision.feature_layers must be a non-empty list");
-    v.feature_layer_count = static_cast<int64_t>(j["vision"]["feature_layers"].size());
+  if (const json* layers = find_node(j, "vision.feature_layers")) {
+    v.feature_layer_count = static_cast<int64_t>(
+        int_list(*layers, "vision.feature_layers", path, -(v.num_layers + 1), v.num_layers, 64).size());
   }
-  v.select_strategy = j["vision"].value("select_strategy", std::string("default"));
+  v.select_strategy = text_field_or(j, "vision.select_strategy", path, "default");
   require(v.select_strategy == "default" || v.select_strategy == "full", path,
           "vision.select_strategy must be \"default\" or \"full\", got \"" + v.select_strategy + "\"");
   v.tokens_per_crop = v.num_patches + (v.keeps_cls() ? 1 : 0);
 
-  m.projector_in = field<int64_t>(j, "projector.in_features", path);
-  m.projector_out = field<int64_t>(j, "projector.out_features", path);
-
   auto& t = m.text;
-  t.hidden_size = field<int64_t>(j, "text.hidden_size", path);
-  t.num_layers = field<int64_t>(j, "text.num_layers", path);
-  t.num_heads = field<int64_t>(j, "text.num_heads", path);
-  t.num_kv_heads = field<int64_t>(j, "text.num_kv_heads", path);
-  t.head_dim = field<int64_t>(j, "text.head_dim", path);
-  t.cache_head_dim = field<int64_t>(j, "text.cache_head_dim", path);
-  t.intermediate_size = field<int64_t>(j, "text.intermediate_size", path);
-  t.vocab_size = field<int64_t>(j, "text.vocab_size", path);
-  t.max_position_embeddings = field<int64_t>(j, "text.max_position_embeddings", path);
+  t.hidden_size = int_field(j, "text.hidden_size", path, 1, kMaxWidth);
+  t.num_layers = int_field(j, "text.num_layers", path, 1, kMaxLayers);
+  t.num_heads = int_field(j, "text.num_heads", path, 1, kMaxHeads);
+  t.num_kv_heads = int_field(j, "text.num_kv_heads", path, 1, t.num_heads);
+  if (t.num_heads % t.num_kv_heads != 0)
+    bad_value(path, "text.num_kv_heads", json(t.num_kv_heads), "must divide text.num_heads " + std::to_string(t.num_heads));
+  t.head_dim = int_field(j, "text.head_dim", path, 1, kMaxHeadDim);
+  // heads x head_dim = hidden holds for every decoder era serves (LLaMA, Vicuna, Mistral-7B, Yi,
+  // Qwen2); the decoder's q_proj/o_proj shapes are checked against both when the modules load.
+  if (t.num_heads * t.head_dim != t.hidden_size)
+    bad_value(path, "text.head_dim", json(t.head_dim),
+              "text.num_heads x text.head_dim must equal text.hidden_size " + std::to_string(t.hidden_size));
+  t.cache_head_dim = int_field(j, "text.cache_head_dim", path, t.head_dim + 1, t.head_dim + kMaxLarChannels);
+  if (t.cache_head_dim % 8 != 0)
+    bad_value(path, "text.cache_head_dim", json(t.cache_head_dim), "must be a multiple of 8 (head_dim + the LAR channel, padded)");
+  t.intermediate_size = int_field(j, "text.intermediate_size", path, 1, kMaxIntermediate);
+  t.vocab_size = int_field(j, "text.vocab_size", path, 1, kMaxVocab);
+  t.max_position_embeddings = int_field(j, "text.max_position_embeddings", path, 2, kMaxContext);
   // null or absent: no window (LLaMA; Mistral-7B-Instruct-v0.2 sets null)
-  if (j["text"].contains("sliding_window") && !j["text"]["sliding_window"].is_null()) {
-    t.sliding_window = field<int64_t>(j, "text.sliding_window", path);
-    require(t.sliding_window > 0, path, "text.sliding_window must be positive or null");
+  if (const json* window = find_node(j, "text.sliding_window"); window && !window->is_null()) {
+    t.sliding_window = int_value(*window, "text.sliding_window", path, 1, kMaxContext);
   }
-  require(t.cache_head_dim > t.head_dim && t.cache_head_dim % 8 == 0, path,
-          "text.cache_head_dim must exceed head_dim and be a multiple of 8");
+
+  m.projector_in = int_field(j, "projector.in_features", path, 1, kMaxIntermediate);
+  m.projector_out = int_field(j, "projector.out_features", path, 1, kMaxIntermediate);
   require(m.projector_in == v.hidden_size * v.feature_layer_count && m.projector_out == t.hidden_size, path,
           "projector dims do not connect the vision tower (hidden_size x feature layers) to the decoder");
 
   auto& k = m.tokens;
-  k.bos_id = field<int64_t>(j, "tokens.bos_id", path);
-  k.eos_id = field<int64_t>(j, "tokens.eos_id", path);
-  k.pad_id = j["tokens"].value("pad_id", int64_t{-1});
-  k.image_token_id = field<int64_t>(j, "tokens.image_token_id", path);
-  k.tokenizer_vocab_size = field<int64_t>(j, "tokens.tokenizer_vocab_size", path);
-  require(k.image_token_id >= 0 && k.image_token_id < t.vocab_size, path, "tokens.image_token_id is outside the vocabulary");
-  k.stop_ids = j["tokens"].contains("stop_ids") ? field<std::vector<int64_t>>(j, "tokens.stop_ids", path)
-                                                 : std::vector<int64_t>{k.eos_id};
-  require(!k.stop_ids.empty(), path, "tokens.stop_ids is empty");
-  for (const int64_t id : k.stop_ids) {
-    require(id >= 0 && id < t.vocab_size, path, "tokens.stop_ids: " + std::to_string(id) + " is outside the vocabulary");
+  const int64_t last_id = t.vocab_size - 1;
+  k.bos_id = int_field(j, "tokens.bos_id", path, 0, last_id);  // ids: inside the vocabulary
+  k.eos_id = int_field(j, "tokens.eos_id", path, 0, last_id);
+  k.pad_id = int_field_or(j, "tokens.pad_id", path, -1, last_id, -1);  // -1: none
+  k.image_token_id = int_field(j, "tokens.image_token_id", path, 0, last_id);
+  k.tokenizer_vocab_size = int_field(j, "tokens.tokenizer_vocab_size", path, 1, t.vocab_size);
+  if (const json* stops = find_node(j, "tokens.stop_ids")) {
+    k.stop_ids = int_list(*stops, "tokens.stop_ids", path, 0, last_id, 64);
+  } else {
+    k.stop_ids = {k.eos_id};
   }
-  if (j["tokens"].contains("added_tokens")) {
-    const auto& list = j["tokens"]["added_tokens"];
-    require(list.is_array(), path, "tokens.added_tokens must be a list of {content, id}");
-    for (size_t i = 0; i < list.size(); ++i) {
+  if (const json* list = find_node(j, "tokens.added_tokens")) {
+    require(list->is_array() && list->size() <= 4096, path, "tokens.added_tokens must be a list of {content, id}");
+    for (size_t i = 0; i < list->size(); ++i) {
       const std::string item = "tokens.added_tokens[" + std::to_string(i) + "]";
-      require(list[i].is_object() && list[i].contains("content") && list[i]["content"].is_string() &&
-                  list[i].contains("id") && list[i]["id"].is_number_integer(),
-              path, item + " must be {\"content\": string, \"id\": integer}");
-      AddedToken tok{list[i]["content"].get<std::string>(), list[i]["id"].get<int64_t>()};
+      const json& entry = (*list)[i];
+      require(entry.is_object() && entry.contains("content") && entry["content"].is_string() && entry.contains("id"), path,
+              item + " must be {\"content\": string, \"id\": integer}");
+      AddedToken tok{entry["content"].get<std::string>(), int_value(entry["id"], item + ".id", path, 0, last_id)};
       require(!tok.content.empty(), path, item + ".content is empty");
-      require(tok.id >= 0 && tok.id < t.vocab_size, path, item + ".id " + std::to_string(tok.id) + " is outside the vocabulary");
       k.added_tokens.push_back(tok);
     }
   }
 
-  require(j.contains("image"), path, "missing field 'image'");
+  require(j.contains("image") && j["image"].is_object(), path, "missing field 'image' (an object)");
   m.image = read_image(j["image"], v.image_size, path);
 
   // An unknown template must not be prompted in some other style: the answers would be garbage.
-  const std::string tmpl_name = field<std::string>(j, "prompt.template", path);
+  const std::string tmpl_name = text_field(j, "prompt.template", path);
   if (!find_prompt_template(tmpl_name, &m.prompt)) {
     std::string known;
     for (const auto& n : known_prompt_templates()) known += (known.empty() ? "" : ", ") + n;
@@ -205,13 +300,38 @@ Manifest read_manifest(const std::string& bundle_dir) {
   }
   auto& p = m.prompt;
   // vicuna_v1 has no system text of its own worth guessing: the exporter always writes it.
-  p.system = p.style == TemplateStyle::kVicunaV1 || j["prompt"].contains("system")
-                 ? field<std::string>(j, "prompt.system", path) : p.system;
-  p.user_role = j["prompt"].value("user_role", p.user_role);
-  p.assistant_role = j["prompt"].value("assistant_role", p.assistant_role);
-  p.sep = j["prompt"].value("sep", p.sep);
-  p.image_placeholder = j["prompt"].value("image_placeholder", p.image_placeholder);
+  p.system = p.style == TemplateStyle::kVicunaV1 || find_node(j, "prompt.system") ? text_field(j, "prompt.system", path)
+                                                                                  : p.system;
+  p.user_role = text_field_or(j, "prompt.user_role", path, p.user_role);
+  p.assistant_role = text_field_or(j, "prompt.assistant_role", path, p.assistant_role);
+  p.sep = text_field_or(j, "prompt.sep", path, p.sep);
+  p.image_placeholder = text_field_or(j, "prompt.image_placeholder", path, p.image_placeholder);
   return m;
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& json_text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kBundle, where + ": not valid JSON (" + e.what() + ")");
+  }
+  try {
+    return manifest_from_json(j, where);
+  } catch (const json::exception& e) {  // a shape the checks above did not foresee: still one clear line
+    throw Error(ErrorCode::kBundle, where + ": malformed (" + e.what() + ")");
+  }
+}
+
+Manifest read_manifest(const std::string& bundle_dir) {
+  const std::string path = bundle_dir + "/manifest.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw Error(ErrorCode::kBundle, "not a model bundle: " + path + " not found (export one with tools/export_llava.py)");
+  }
+  return parse_manifest(read_input_file(path, "bundle manifest", 16 << 20, ErrorCode::kBundle), path);
 }
 
 }  // namespace era

@@ -19,6 +19,7 @@ struct VisionSpec {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t num_layers = 0;
+  int64_t intermediate_size = 0;  // 0: not in the manifest (older exports)
   int64_t feature_layer = -2;   // the deepest selected layer (where saliency comes from)
   int64_t feature_layer_count = 1;  // HF vision_feature_layer as a list: features concatenated
   int64_t layers_run = 0;
@@ -103,6 +104,10 @@ struct Manifest {
 
 // Reads and validates DIR/manifest.json; throws era::Error(kBundle) naming the field at fault.
 Manifest read_manifest(const std::string& bundle_dir);
+// The same on manifest text already read; `where` names it in messages. Every number is checked
+// for type, range and its relations to the others (models/BUNDLE_FORMAT.md, "Validation"); any
+// problem is one era::Error(kBundle) "WHERE: field = value: rule". Never throws anything else.
+Manifest parse_manifest(const std::string& json_text, const std::string& where);
 
 // Parses a manifest's "image" object given as JSON text (what read_manifest does for the "image"
 // field; for tools and tests that check preprocessing without a whole bundle). `vision_image_size`

@@ -10,6 +10,7 @@
 #include "era/shim_location.h"
 #include "text/sentencepiece_backend.h"
 #include "text/shim_paths.h"
+#include "util/input_file.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ERA_UNDER_ASAN 1
@@ -139,9 +140,8 @@ void add_sentencepiece_shim_dir(const std::string& dir) {
 std::string sentencepiece_shim_path() { return load_shim().path; }
 
 Tokenizer::Tokenizer(const std::string& model_path) {
-  if (!std::ifstream(model_path).good()) {
-    throw Error(ErrorCode::kBundle, "tokenizer model not found: " + model_path);
-  }
+  // A regular file of sane size: SentencePiece would block forever on a FIFO.
+  check_input_file(model_path, "tokenizer model", uint64_t{1} << 30, ErrorCode::kBundle);
   std::string error;
   sp_.reset(load_shim().create(model_path.c_str(), &error));
   if (!sp_) throw Error(ErrorCode::kBundle, "cannot load tokenizer model " + model_path + ": " + error);

@@ -1,0 +1,212 @@
+// A bundle is validated completely when it loads (model/manifest.cpp, model/bundle.cpp): each
+// case copies the tiny bundle, breaks one thing, and the load must fail with ErrorCode::kBundle
+// and a message naming the field and the value, before any request is made. Covers the classes
+// a hostile run found (negative or absurd sizes, heads that do not match the modules, std of 0,
+// ids outside the vocabulary, empty file names, a FIFO tokenizer) and their relatives.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "era/era.h"
+#include "era/error.h"
+#include "model/manifest.h"
+#include "test_support.h"
+
+namespace era {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A copy of the tiny LLaVA-1.5 bundle with its manifest as JSON to edit.
+struct BundleCopy {
+  std::string dir;
+  json manifest;
+  explicit BundleCopy(const std::string& name, const std::string& from = test::bundle_dir()) {
+    dir = test::scratch_dir("bundle_validation/" + name);
+    fs::copy(from, dir, fs::copy_options::recursive);
+    manifest = json::parse(test::read_file(dir + "/manifest.json"));
+  }
+  void save() const { test::write_file(dir + "/manifest.json", manifest.dump(2)); }
+};
+
+// Opening must fail with kBundle; returns the message.
+std::string refusal(const std::string& dir) {
+  try {
+    Session::open(dir);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBundle) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "bundle " << dir << " was accepted";
+  return "";
+}
+
+struct ManifestCase {
+  const char* name;
+  std::function<void(json&)> edit;
+  std::vector<std::string> message;  // substrings the one error line must hold
+};
+
+const std::vector<ManifestCase>& manifest_cases() {
+  static const std::vector<ManifestCase> cases = {
+      {"negative_layers", [](json& m) { m["text"]["num_layers"] = -3; }, {"text.num_layers = -3", "from 1 to 1024"}},
+      {"huge_layers", [](json& m) { m["text"]["num_layers"] = int64_t{1} << 62; }, {"text.num_layers = 4611686018427387904"}},
+      {"float_for_int", [](json& m) { m["text"]["hidden_size"] = 128.0; }, {"text.hidden_size = 128.0", "integer"}},
+      {"float_overflow", [](json& m) { m["vision"]["hidden_size"] = 1e30; }, {"vision.hidden_size = 1e+30"}},
+      {"bool_for_int", [](json& m) { m["text"]["num_heads"] = true; }, {"text.num_heads = true"}},
+      {"string_for_int", [](json& m) { m["text"]["vocab_size"] = "1024"; }, {"text.vocab_size = \"1024\""}},
+      {"unsigned_beyond_int64", [](json& m) { m["text"]["vocab_size"] = uint64_t{18446744073709551615ull}; },
+       {"text.vocab_size = 18446744073709551615"}},
+      {"negative_context", [](json& m) { m["text"]["max_position_embeddings"] = -10; },
+       {"text.max_position_embeddings = -10", "from 2 to"}},
+      {"absurd_cache_head_dim", [](json& m) { m["text"]["cache_head_dim"] = int64_t{1} << 40; },
+       {"text.cache_head_dim = 1099511627776", "from 33 to 96"}},
+      {"cache_head_dim_not_multiple_of_8", [](json& m) { m["text"]["cache_head_dim"] = 36; },
+       {"text.cache_head_dim = 36", "multiple of 8"}},
+      {"heads_times_head_dim", [](json& m) { m["text"]["head_dim"] = 16; },
+       {"text.head_dim = 16", "num_heads x text.head_dim must equal text.hidden_size 128"}},
+      {"kv_heads_do_not_divide", [](json& m) { m["text"]["num_kv_heads"] = 3; }, {"text.num_kv_heads = 3", "divide"}},
+      {"kv_heads_above_heads", [](json& m) { m["text"]["num_kv_heads"] = 8; }, {"text.num_kv_heads = 8", "from 1 to 4"}},
+      {"vision_heads_do_not_divide", [](json& m) { m["vision"]["num_heads"] = 5; }, {"vision.num_heads = 5", "divide"}},
+      {"feature_layer_outside", [](json& m) { m["vision"]["feature_layer"] = -9; }, {"vision.feature_layer = -9", "from -5 to 4"}},
+      {"layers_run_beyond", [](json& m) { m["vision"]["layers_run"] = 7; }, {"vision.layers_run = 7", "from 1 to 4"}},
+      {"bos_outside_vocabulary", [](json& m) { m["tokens"]["bos_id"] = 5000; }, {"tokens.bos_id = 5000", "from 0 to 1023"}},
+      {"eos_negative", [](json& m) { m["tokens"]["eos_id"] = -1; }, {"tokens.eos_id = -1"}},
+      {"pad_outside", [](json& m) { m["tokens"]["pad_id"] = 1024; }, {"tokens.pad_id = 1024", "from -1 to 1023"}},
+      {"stop_id_outside", [](json& m) { m["tokens"]["stop_ids"] = {2, 99999}; }, {"tokens.stop_ids[1] = 99999"}},
+      {"tokenizer_vocab_beyond_vocab", [](json& m) { m["tokens"]["tokenizer_vocab_size"] = 2048; },
+       {"tokens.tokenizer_vocab_size = 2048"}},
+      {"std_zero", [](json& m) { m["image"]["std"][1] = 0.0; }, {"image.std[1] = 0.0", "at least 1e-6"}},
+      {"std_as_string", [](json& m) { m["image"]["std"][0] = "NaN"; }, {"image.std[0] = \"NaN\"", "number"}},
+      {"mean_not_three", [](json& m) { m["image"]["mean"] = {0.5, 0.5}; }, {"image.mean = [0.5,0.5]", "3 numbers"}},
+      {"pad_color_wraps", [](json& m) { m["image"]["pad_color"][0] = 300; }, {"image.pad_color[0] = 300", "from 0 to 255"}},
+      {"image_size_absurd", [](json& m) { m["vision"]["image_size"] = 1 << 20; }, {"vision.image_size = 1048576", "from 1 to 4096"}},
+      {"empty_decoder_file", [](json& m) { m["files"]["decoder"] = ""; }, {"files.decoder = \"\"", "must name a file"}},
+      {"decoder_file_outside", [](json& m) { m["files"]["decoder"] = "../bundle-llava-1.5/decoder.pt"; },
+       {"files.decoder = \"../bundle-llava-1.5/decoder.pt\"", "must not leave the bundle folder"}},
+      {"decoder_file_absolute", [](json& m) { m["files"]["decoder"] = "/etc/passwd"; },
+       {"files.decoder = \"/etc/passwd\"", "relative"}},
+      {"decoder_file_is_a_folder", [](json& m) { m["files"]["decoder"] = "."; }, {"files.decoder = \".\"", "is a directory, not a file"}},
+      {"missing_module", [](json& m) { m["files"]["vision"] = "nope.pt"; }, {"files.vision = \"nope.pt\"", "nope.pt"}},
+      {"format_version", [](json& m) { m["format_version"] = 2; }, {"format_version = 2", "from 1 to 1"}},
+      {"not_an_object", [](json& m) { m["vision"] = 5; }, {"missing field 'vision.image_size'"}},
+  };
+  return cases;
+}
+
+class BadManifest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(BadManifest, IsRefusedWhenTheBundleLoadsNamingFieldAndValue) {
+  const ManifestCase& c = manifest_cases()[GetParam()];
+  BundleCopy b(c.name);
+  c.edit(b.manifest);
+  b.save();
+  const std::string message = refusal(b.dir);
+  EXPECT_NE(message.find(b.dir), std::string::npos) << "the bundle is not named: " << message;
+  for (const auto& part : c.message) EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BadManifest, ::testing::Range<size_t>(0, manifest_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) { return std::string(manifest_cases()[info.param].name); });
+
+// The untouched copy loads: the cases above fail for their edit, not for being copies.
+TEST(BundleValidation, TheUneditedCopyLoads) {
+  BundleCopy b("unedited");
+  b.save();
+  EXPECT_NO_THROW(Session::open(b.dir));
+}
+
+// A manifest whose numbers agree with each other but not with the modules: 2 KV heads divide the
+// 4 query heads, but the decoder's k_proj has 4 x 32 rows, not 2 x 32.
+TEST(BundleValidation, HeadsThatDoNotMatchTheModulesAreRefused) {
+  BundleCopy b("heads_vs_modules");
+  b.manifest["text"]["num_kv_heads"] = 2;
+  b.save();
+  const std::string message = refusal(b.dir);
+  EXPECT_NE(message.find("layers.0.self_attn.k_proj.weight' has shape [128, 128] but the manifest implies [64, 128]"),
+            std::string::npos)
+      << message;
+}
+
+TEST(BundleValidation, AnMlpWidthThatDoesNotMatchIsRefused) {
+  BundleCopy b("mlp_vs_modules");
+  b.manifest["text"]["intermediate_size"] = 512;
+  b.save();
+  EXPECT_NE(refusal(b.dir).find("mlp.gate_proj.weight' has shape [256, 128] but the manifest implies [512, 128]"),
+            std::string::npos);
+}
+
+// A tokenizer.model that is a FIFO: SentencePiece would wait for a writer forever.
+TEST(BundleValidation, AFifoTokenizerIsRefusedWithoutBlocking) {
+  BundleCopy b("fifo_tokenizer");
+  fs::remove(b.dir + "/tokenizer.model");
+  ASSERT_EQ(::mkfifo((b.dir + "/tokenizer.model").c_str(), 0644), 0);
+  auto opened = std::async(std::launch::async, [&] { return refusal(b.dir); });
+  ASSERT_EQ(opened.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the load blocked on the FIFO";
+  const std::string message = opened.get();
+  EXPECT_NE(message.find("files.tokenizer = \"tokenizer.model\""), std::string::npos) << message;
+  EXPECT_NE(message.find("is a FIFO (named pipe), not a file"), std::string::npos) << message;
+}
+
+// A module file that is a symbolic link to a file outside the bundle folder.
+TEST(BundleValidation, ASymlinkLeavingTheBundleIsRefused) {
+  BundleCopy b("symlink_outside");
+  const std::string outside = test::scratch_dir("bundle_validation/outside") + "/decoder.pt";
+  fs::copy_file(b.dir + "/decoder.pt", outside);
+  fs::remove(b.dir + "/decoder.pt");
+  fs::create_symlink(outside, b.dir + "/decoder.pt");
+  const std::string message = refusal(b.dir);
+  EXPECT_NE(message.find("files.decoder"), std::string::npos) << message;
+  EXPECT_NE(message.find("outside the bundle folder"), std::string::npos) << message;
+}
+
+// Same for a LLaVA-NeXT bundle's pinpoints: a count or a side no real checkpoint has.
+TEST(BundleValidation, AbsurdPinpointsAreRefused) {
+  for (const auto& [pinpoints, needle] :
+       std::vector<std::pair<json, std::string>>{{json::array({{672, 1 << 30}}), "image.grid_pinpoints[0][1] = 1073741824"},
+                                                 {json::array({{672, 500}}), "image.grid_pinpoints[0] = [672,500]"},
+                                                 {json(std::vector<std::array<int, 2>>(65, {336, 336})), "1 to 64"}}) {
+    BundleCopy b("pinpoints", test::next_bundle_dir());
+    b.manifest["image"]["grid_pinpoints"] = pinpoints;
+    b.save();
+    EXPECT_NE(refusal(b.dir).find(needle), std::string::npos) << needle;
+  }
+}
+
+// The parser alone (what the fuzz target drives): anything that is not a manifest is one kBundle error.
+TEST(BundleValidation, ParseManifestRefusesNonManifestsWithOneError) {
+  for (const std::string text : {"", "[]", "{", "null", "{\"format\": \"era-bundle\"}", "{\"format\": 5}",
+                                 "{\"format\": \"era-bundle\", \"format_version\": 1e400}"}) {
+    try {
+      parse_manifest(text, "bundle <mem>");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBundle);
+      EXPECT_EQ(std::string(e.what()).rfind("bundle <mem>: ", 0), 0u) << e.what();
+    }
+  }
+}
+
+// The CLI: one line naming the bundle, exit 2, no answer.
+TEST(BundleValidation, EraInferExitsTwoWithOneLine) {
+  BundleCopy b("cli");
+  b.manifest["tokens"]["bos_id"] = 99999;
+  b.save();
+  const auto r = test::run_command(test::era_infer_path() + " -m " + b.dir + " -p hi -n 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("era_infer: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("tokens.bos_id = 99999"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace era
