@@ -3,6 +3,8 @@
 // library's SessionOptions and Request. Header-only: the command-line tools are thin.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,12 +35,43 @@ struct GenerationFlags {
   std::vector<std::string> method_set;
 };
 
+// The documented bounds of the flags (README, "Flag bounds"): a value outside is a parse error,
+// exit 2 with one line naming the flag, before anything is loaded.
+inline constexpr int kMaxThreads = 1024;                 // LibTorch starts one OS thread each
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 31;
+inline constexpr int64_t kMaxNewTokens = int64_t{1} << 24;  // also below the model's context (checked on load)
+inline constexpr int64_t kMaxTokens = int64_t{1} << 20;
+
+// A finite number in [lo, hi] (or (lo, hi] when `open_low`): CLI::Range lets NaN through.
+inline CLI::Validator finite_in(double lo, double hi, bool open_low = false) {
+  const std::string rule = std::string("a finite number in ") + (open_low ? "(" : "[") + CLI::detail::to_string(lo) +
+                           ", " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || text.empty() || !std::isfinite(v) || v < lo || v > hi || (open_low && v <= lo))
+          return "must be " + rule + ", got " + text;
+        return std::string();
+      },
+      rule);
+}
+
 inline void add_model_flags(CLI::App& app, ModelFlags& f) {
   app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
-  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
-  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")
+      ->check(CLI::Range(0, kMaxThreads))
+      ->capture_default_str();
+  app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")
+      ->check(CLI::Range(int64_t{1}, kMaxImagePixels))
+      ->capture_default_str();
 }
 
 // The --method help, from the method registry: every method with its one-line summary.
@@ -56,15 +89,19 @@ inline std::string methods_help(const std::string& lead) {
 }
 
 inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
-  app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens")->capture_default_str();
-  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->capture_default_str();
+  app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens (below the model's context)")
+      ->check(CLI::Range(int64_t{0}, kMaxNewTokens))
+      ->capture_default_str();
+  app.add_option("--temp", f.temperature, "sampling temperature; 0 = greedy")->check(finite_in(0, 100))->capture_default_str();
+  app.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(finite_in(0, 1, true))->capture_default_str();
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
   app.add_option("--method", f.method, methods_help("visual-token reduction (README \"Competing methods\"):"))
       ->capture_default_str();
-  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)");
-  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given");
+  app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)")
+      ->check(CLI::Range(int64_t{0}, kMaxTokens));
+  app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given")
+      ->check(finite_in(0, 1));
   app.add_option("--budget-scope", f.scope,
                  "LLaVA-NeXT: 'crop' = --tokens is nominal (160 = 32 per crop x 5), selected per crop before unpad; "
                  "'image' = one selection of --tokens over all crops")

@@ -28,10 +28,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tokens", o.tokens, "visual-token budgets per image, comma-separated (every method but full)")
       ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, era::cli::kMaxTokens))
       ->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed requests per configuration")->capture_default_str();
-  app.add_option("--repeat", o.repeat, "timed requests per configuration")->capture_default_str();
-  app.add_option("-n,--max-new-tokens", o.max_new_tokens, "tokens decoded per request (EOS ignored)")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed requests per configuration")->check(CLI::Range(0, 10000))->capture_default_str();
+  app.add_option("--repeat", o.repeat, "timed requests per configuration")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("-n,--max-new-tokens", o.max_new_tokens, "tokens decoded per request (EOS ignored)")
+      ->check(CLI::Range(int64_t{0}, era::cli::kMaxNewTokens))
+      ->capture_default_str();
   app.add_option("--budget-scope", o.scope, "LLaVA-NeXT budget scope: crop or image")->capture_default_str();
   app.add_option("--era-config", reduction.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", reduction.era_set, "set one ERA option, key=value; repeatable");

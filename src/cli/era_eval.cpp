@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "cli/common_flags.h"
 #include "cli/entry.h"
 #include "era/era.h"
+#include "eval/answer_file.h"
 #include "eval/merge.h"
 #include "eval/progress.h"
 #include "eval/question_file.h"
@@ -139,11 +142,40 @@ int run(const Flags& f) {
   hooks.on_progress = [&](int64_t done, int64_t, int64_t errors) {
     if (progress) progress->update(done, errors);
   };
-  const auto open_backend = era::eval::shared_backend([&]() {
-    std::fprintf(stderr, "era_eval: loading the model %s\n", f.model.model.c_str());
-    return era::eval::session_backend(era::Session::open(f.model.model, era::cli::session_options(f.model)));
-  });
+  // Everything that can be checked without the model, before it loads: the question file (UTF-8
+  // JSON lines, read as a whole) and every answers file's run lock, so a second era_eval on the
+  // same file is refused at once and a bad bundle below leaves no answers file behind.
+  (void)era::eval::read_questions(f.questions);
+  std::vector<std::unique_ptr<era::eval::AnswersLock>> locks;
+  for (const auto& r : runs) {
+    const std::filesystem::path parent = std::filesystem::path(r.answers).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    locks.push_back(std::make_unique<era::eval::AnswersLock>(r.answers));
+  }
+  // A signal during the load is kept and acted on once the load returns (LibTorch cannot be
+  // interrupted part-way): the same "interrupted" summary and 128+signal as during the run.
   install_signal_handlers();
+  std::fprintf(stderr, "era_eval: loading the model %s\n", f.model.model.c_str());
+  auto session = std::make_shared<std::optional<era::Session>>(
+      era::Session::open(f.model.model, era::cli::session_options(f.model)));
+  if (g_stop.load()) {
+    for (const auto& r : runs) {
+      era::eval::EvalSummary nothing;
+      nothing.interrupted = true;
+      print_summary(r, several, nothing);
+    }
+    std::fprintf(stderr, "era_eval: stopped by a signal while loading the model; rerun the same command to start\n");
+    return 128 + g_signal.load();
+  }
+  const int64_t context = (*session)->info().max_context;
+  for (const auto& c : configs) {
+    if (c.request.max_new_tokens >= context) {
+      throw era::Error(era::ErrorCode::kInvalidArgument, "-n/--max-new-tokens " + std::to_string(c.request.max_new_tokens) +
+                                                             " is not below the model's context of " +
+                                                             std::to_string(context) + " tokens");
+    }
+  }
+  const auto open_backend = era::eval::shared_backend([session]() { return era::eval::session_backend(std::move(**session)); });
   bool items_failed = false;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (several) std::fprintf(stderr, "era_eval: run %zu of %zu: %s\n", i + 1, runs.size(), runs[i].label().c_str());
@@ -199,10 +231,16 @@ int main(int argc, char** argv) {
                  "(':' and other unsafe characters written as '-'); each resumed if it exists");
   app.add_option("--model-id", f.model_id, "model_id written in every answer (default: the bundle's model name)");
   app.add_option("--num-chunks", f.num_chunks, "split the questions into this many chunks (LLaVA's split_list)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--chunk-idx", f.chunk_idx, "which chunk this run answers (0-based)")->capture_default_str();
-  app.add_option("--batch-size", f.batch_size, "questions per Session::generate_batch call")->capture_default_str();
+  app.add_option("--chunk-idx", f.chunk_idx, "which chunk this run answers (0-based)")
+      ->check(CLI::Range(int64_t{0}, (int64_t{1} << 20) - 1))
+      ->capture_default_str();
+  app.add_option("--batch-size", f.batch_size, "questions per Session::generate_batch call")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}))
+      ->capture_default_str();
   app.add_option("--log-every", f.log_every, "when stderr is not a terminal: a progress line every N items (and every 10 s)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   era::cli::add_generation_flags(app, f.gen);  // sampling: question line i uses --seed + i
   // era_eval takes lists where era_infer takes one method and one budget.
@@ -215,7 +253,8 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", f.budgets,
                  "visual tokens to keep per image, comma-separated budgets (e.g. 64,128; LLaVA-NeXT: nominal, 160 = 32 "
                  "per crop); every method runs at every budget")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, era::cli::kMaxTokens));
 
   CLI::App* merge_cmd = app.add_subcommand("merge", "join chunk answer files (in chunk order), checking that no question "
                                                     "line is missing or answered twice");

@@ -1,13 +1,50 @@
 #include "eval/question_file.h"
 
-#include <fstream>
+#include <cstdio>
 
 #include "era/error.h"
+#include "util/input_file.h"
 
 namespace era::eval {
 namespace {
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n\f\v") == std::string::npos; }
+
+// Offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
+// above U+10FFFF), or of a NUL byte, which no JSON text holds; npos when the text is clean.
+size_t first_non_utf8_byte(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return i;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;  // cut short
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string::npos;
+}
 
 }  // namespace
 
@@ -45,6 +82,8 @@ Question parse_question(const std::string& line_text, int64_t line, int64_t file
   const auto text = j.find("text");
   if (text == j.end() || !text->is_string()) return problem("\"text\" must be a string");
   q.image = image->get<std::string>();
+  // "a\u0000b.png" is valid JSON, but the file system would read the path as "a": never truncate.
+  if (q.image.find('\0') != std::string::npos) return problem("\"image\" holds a NUL byte");
   q.text = text->get<std::string>();
   const auto category = j.find("category");
   if (category != j.end() && category->is_string()) q.category = category->get<std::string>();
@@ -52,19 +91,36 @@ Question parse_question(const std::string& line_text, int64_t line, int64_t file
 }
 
 std::vector<Question> read_questions(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read the question file " + path);
+  const std::string content = read_input_file(path, "question file", uint64_t{4} << 30);
+  // Not UTF-8 (a UTF-16 export, a binary file): refused as a whole, naming the first bad line,
+  // rather than turned into one error record a line.
+  if (content.rfind("\xFF\xFE", 0) == 0 || content.rfind("\xFE\xFF", 0) == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "question file " + path +
+                                                 " line 1: starts with a UTF-16 byte order mark; the file must be UTF-8 "
+                                                 "JSON lines (convert it: iconv -f UTF-16 -t UTF-8)");
+  }
   std::vector<Question> out;
-  std::string text;
   int64_t file_line = 0;
-  while (std::getline(in, text)) {
+  size_t start = 0;
+  while (start < content.size()) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    std::string text = content.substr(start, end - start);
+    start = end + 1;
     ++file_line;
     if (file_line == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 BOM
     if (!text.empty() && text.back() == '\r') text.pop_back();                    // CRLF files
+    const size_t bad = first_non_utf8_byte(text);
+    if (bad != std::string::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+      throw Error(ErrorCode::kInvalidArgument, "question file " + path + " line " + std::to_string(file_line) +
+                                                   ": not UTF-8 text (byte " + byte + " at column " +
+                                                   std::to_string(bad + 1) + "); the file must be UTF-8 JSON lines");
+    }
     if (blank(text)) continue;
     out.push_back(parse_question(text, static_cast<int64_t>(out.size()), file_line));
   }
-  if (in.bad()) throw Error(ErrorCode::kInvalidArgument, "error reading the question file " + path);
   return out;
 }
 

@@ -24,6 +24,14 @@
 #include "util/stopwatch.h"
 
 namespace era {
+
+// An answer length the model can never give is a bad request (exit 2 in the tools), not a limit
+// to cut silently: the prompt needs at least one position of the context too.
+static void check_answer_fits(int64_t context, const Request& r) {
+  if (r.max_new_tokens >= context)
+    throw Error(ErrorCode::kInvalidArgument, "max_new_tokens " + std::to_string(r.max_new_tokens) +
+                                                 " is not below the model's context of " + std::to_string(context) + " tokens");
+}
 namespace {
 
 // Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
@@ -89,7 +97,9 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
-  if (options.num_threads < 0) throw Error(ErrorCode::kInvalidArgument, "num_threads must be >= 0");
+  // LibTorch starts one OS thread per intra-op thread: 100000 would take minutes to start.
+  if (options.num_threads < 0 || options.num_threads > 1024)
+    throw Error(ErrorCode::kInvalidArgument, "num_threads " + std::to_string(options.num_threads) + " is not between 0 and 1024");
   if (options.num_threads > 0) at::set_num_threads(options.num_threads);
   const auto device = device::resolve(options.device);
   std::optional<torch::ScalarType> dtype;
@@ -117,6 +127,7 @@ PreparedInput Session::prepare(const Request& request) const try {
 Result Session::generate(const Request& request) try {
   const auto lock = SessionAccess::lock(*this);
   validate_request(request);
+  check_answer_fits(impl_->max_context(), request);
   c10::InferenceMode inference;
   Result result;
   auto& st = result.stats;
@@ -148,7 +159,10 @@ Result Session::generate(const Request& request) try {
 std::vector<Result> Session::generate_batch(const std::vector<Request>& requests) try {
   const auto lock = SessionAccess::lock(*this);
   if (requests.empty()) return {};
-  for (const Request& r : requests) validate_request(r);
+  for (const Request& r : requests) {
+    validate_request(r);
+    check_answer_fits(impl_->max_context(), r);
+  }
   const auto& m = impl_->bundle.manifest;
   const LarSettings lar = lar_settings(requests.front().reduction, m.text.num_layers);
   bool one_lar = true, in_decoder = false;
@@ -196,6 +210,7 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
 AttentionReport Session::attention_report(const Request& request) try {
   const auto lock = SessionAccess::lock(*this);
   validate_request(request);
+  check_answer_fits(impl_->max_context(), request);
   c10::InferenceMode inference;
   const PreparedRequest prepared = prepare_request(*impl_, request);
   if (prepared.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");

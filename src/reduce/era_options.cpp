@@ -6,6 +6,7 @@
 #include "era/error.h"
 #include "era/options.h"
 #include "util/field_table.h"
+#include "util/input_file.h"
 
 namespace era {
 namespace {
@@ -74,12 +75,12 @@ EraOptions apply_era_variant(EraOptions base, const std::string& variant) {
 }
 
 EraOptions load_era_options(const std::string& path, EraOptions base) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read ERA config " + path);
+  // A folder, a FIFO or a device given as the file: refused by name, never read (or waited on).
+  const std::string text = read_input_file(path, "ERA config", uint64_t{1} << 20);
   const std::string where = "ERA config " + path + ": ";
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, where + "invalid JSON (" + e.what() + ")");
   }
