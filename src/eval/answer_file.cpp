@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "era/error.h"
 
@@ -108,6 +110,73 @@ std::string join_lines(const std::vector<std::string>& lines) {
 std::string temp_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
 
 }  // namespace
+
+namespace {
+
+// The run locks this process holds: lock file -> (descriptor, holders).
+struct HeldLock {
+  int fd = -1;
+  int holders = 0;
+};
+std::mutex& held_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, HeldLock>& held_locks() {
+  static std::map<std::string, HeldLock> locks;
+  return locks;
+}
+
+}  // namespace
+
+AnswersLock::AnswersLock(const std::string& answers_path) : lock_path_(answers_path + ".lock") {
+  std::lock_guard<std::mutex> guard(held_mutex());
+  HeldLock& held = held_locks()[lock_path_];
+  if (held.holders > 0) {
+    ++held.holders;
+    return;
+  }
+  // Lock the file the path names now: a holder that is just finishing unlinks its lock file
+  // before it unlocks, so a lock won on an unlinked inode is retried on the new file.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) {
+      held_locks().erase(lock_path_);
+      fail(ErrorCode::kInvalidArgument, "cannot create the lock file " + lock_path_ + " of the answers file " + answers_path);
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      held_locks().erase(lock_path_);
+      if (err == EWOULDBLOCK) {
+        throw Error(ErrorCode::kInvalidArgument, "the answers file " + answers_path +
+                                                     " is in use by another process (another era_eval run holds " +
+                                                     lock_path_ + ")");
+      }
+      errno = err;
+      fail(ErrorCode::kInvalidArgument, "cannot lock " + lock_path_);
+    }
+    struct stat locked {}, named {};
+    if (::fstat(fd, &locked) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && locked.st_ino == named.st_ino &&
+        locked.st_dev == named.st_dev) {
+      held.fd = fd;
+      held.holders = 1;
+      return;
+    }
+    ::close(fd);
+  }
+  held_locks().erase(lock_path_);
+  throw Error(ErrorCode::kInvalidArgument, "cannot lock " + lock_path_ + " (it keeps being replaced)");
+}
+
+AnswersLock::~AnswersLock() {
+  std::lock_guard<std::mutex> guard(held_mutex());
+  auto it = held_locks().find(lock_path_);
+  if (it == held_locks().end() || --it->second.holders > 0) return;
+  ::unlink(lock_path_.c_str());  // while still locked: see the constructor
+  ::close(it->second.fd);
+  held_locks().erase(it);
+}
 
 AnswerFile::AnswerFile(const std::string& path) : path_(path) {
   fd_ = open_locked(path, 0);

@@ -13,6 +13,25 @@
 
 namespace era::eval {
 
+// The run lock of one answers file: an exclusive flock on "<answers>.lock", a file that is never
+// renamed, so it guards the path itself across the atomic rewrites that give the answers file a
+// new inode (a lock on the answers file alone can be lost between the rename and the relock).
+// era_eval takes it before the model loads, so a second process on the same answers file is
+// refused at once, whatever the timing. Locks of one path within a process are shared (the
+// runner takes it again under era_eval's). The lock file is removed when the last holder ends;
+// a SIGKILLed holder leaves it behind, unlocked and harmless.
+class AnswersLock {
+ public:
+  // Throws era::Error(kInvalidArgument) naming the answers file if another process holds it.
+  explicit AnswersLock(const std::string& answers_path);
+  AnswersLock(const AnswersLock&) = delete;
+  AnswersLock& operator=(const AnswersLock&) = delete;
+  ~AnswersLock();
+
+ private:
+  std::string lock_path_;
+};
+
 class AnswerFile {
  public:
   // Opens or creates `path`, locks it and cuts a torn last line. Throws era::Error(kInvalidArgument)

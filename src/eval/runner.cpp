@@ -146,6 +146,7 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
   if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec)) {
     throw Error(ErrorCode::kInvalidArgument, "cannot create the folder " + parent.string() + ": " + ec.message());
   }
+  const AnswersLock run_lock(config.answers);  // shared with the caller's, if it holds one
   AnswerFile out(config.answers);
   EvalSummary summary;
   summary.questions = range.size();

@@ -382,10 +382,14 @@ TEST(EraEval, MethodsAndBudgetsSideBySide) {
   EXPECT_NE(again.err.find("full: done: 0 answered, 3 skipped"), std::string::npos) << again.err;
   expect_complete(era16, 3);
   EXPECT_EQ(texts_by_line(era16), before);  // greedy: the redone answer is the same
-  // All done: the model is not loaded at all.
+  // All done: nothing is answered again and no file changes. (The model is still loaded, once:
+  // the bundle is validated before any answers file is touched.)
+  const std::string era16_before = test::read_file(era16);
   const auto done = test::run_command(cmd);
   ASSERT_EQ(done.exit_code, 0) << done.err;
-  EXPECT_EQ(count(done.err, "loading the model"), 0u) << done.err;
+  EXPECT_EQ(count(done.err, "loading the model"), 1u) << done.err;
+  EXPECT_EQ(count(done.err, " 0 answered, 3 skipped"), 3u) << done.err;
+  EXPECT_EQ(test::read_file(era16), era16_before);
 }
 
 // Issue 6's comparison run: every competing method next to full and ERA, on LLaVA-1.5 and NeXT.
