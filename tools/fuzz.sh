@@ -33,6 +33,7 @@ work=build-asan/fuzz
 status=0
 rows=()
 for t in "${targets[@]}"; do
+  rm -rf "$work/findings/$t"  # each run reports its own findings
   mkdir -p "$work/corpus/$t" "$work/findings/$t" "$work/scratch"
   log="$work/$t.log"
   dict=()
