@@ -199,5 +199,8 @@ int main(int argc, char** argv) {
   } catch (const cv::Exception& e) {
     std::cerr << "era_desktop: error: window system: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {  // the tools' exit code for a bug (README, "Exit codes")
+    std::cerr << "era_desktop: internal error: " << e.what() << "\n";
+    return 4;
   }
 }
