@@ -8,17 +8,13 @@
 #include "era/error.h"
 #include "eval/answer_file.h"
 #include "eval/records.h"
+#include "util/input_file.h"
 
 namespace era::eval {
 namespace {
 
-std::string read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// A chunk's answers file; a FIFO or device in its place is refused, never waited on.
+std::string read_whole(const std::string& path) { return read_input_file(path, "answers file", uint64_t{16} << 30); }
 
 struct Source {
   std::string file;

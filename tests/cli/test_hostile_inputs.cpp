@@ -96,6 +96,22 @@ TEST(HostileInputs, EraConfigThatIsNotAFileIsRefusedWithoutBlocking) {
   }
 }
 
+// era_score's answers file and era_eval merge's inputs given as FIFOs: refused by name at once.
+TEST(HostileInputs, ScoreAndMergeRefuseFifosWithoutBlocking) {
+  Scratch s("fifo_answers");
+  const std::string fifo = s.dir + "/answers.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto score = test::run_command(std::string(kNoHang) + test::era_score_path() + " --benchmark mme --answers " + fifo +
+                                       " --annotations " + fifo);
+  EXPECT_EQ(score.exit_code, 2) << score.err;
+  EXPECT_NE(score.err.find(fifo + ": is a FIFO (named pipe), not a file"), std::string::npos) << score.err;
+  const auto merge = test::run_command(std::string(kNoHang) + test::era_eval_path() + " merge --inputs " + fifo + " -o " +
+                                       s.dir + "/merged.jsonl");
+  EXPECT_EQ(merge.exit_code, 2) << merge.err;
+  EXPECT_NE(merge.err.find("answers file " + fifo + ": is a FIFO"), std::string::npos) << merge.err;
+  EXPECT_FALSE(fs::exists(s.dir + "/merged.jsonl"));
+}
+
 // An answer length beyond the model's context (2048 tokens) is refused, not silently cut.
 TEST(HostileInputs, AnswerLengthBeyondTheContextIsRefused) {
   Scratch s("beyond_context");

@@ -213,7 +213,8 @@ TEST(ScoreAnswers, BadLinesNameTheFileAndLine) {
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1}\n"); }, "no text");
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1.5, \"text\": \"a\"}\n"); }, "string or an integer");
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1, \"text\": 7}\n"); }, "text is not a string");
-  test::expect_invalid_argument([] { read_answers("/nonexistent/answers.jsonl"); }, "cannot open");
+  test::expect_invalid_argument([] { read_answers("/nonexistent/answers.jsonl"); },
+                                "answers /nonexistent/answers.jsonl: not found");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "era/error.h"
 #include "eval/score/json_read.h"
+#include "util/input_file.h"
 
 namespace era::score {
 namespace {
@@ -22,13 +23,10 @@ std::string error_message(const nlohmann::json& v) { return v.is_string() ? v.ge
 
 }  // namespace
 
+// Answers and annotation files come from outside: a FIFO or device given instead is refused by
+// name, never read (util/input_file.h).
 std::string read_text_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(what + " " + path + ": cannot open (missing or unreadable)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(what + " " + path + ": read error");
-  return ss.str();
+  return read_input_file(path, what, uint64_t{16} << 30);
 }
 
 size_t AnswerFile::error_records() const {
