@@ -200,14 +200,14 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   const auto dir = test::scratch_dir("era_score_errors");
   write_gqa(dir);
   const std::string gqa = "--benchmark gqa --annotations " + dir + "/gqa_questions.json ";
-  expect_clean_error(score(gqa + "--answers " + dir + "/missing.jsonl"), "missing.jsonl: cannot open");
+  expect_clean_error(score(gqa + "--answers " + dir + "/missing.jsonl"), "missing.jsonl: not found");
   write_file(dir + "/broken.jsonl", answer_line("1", "a") + "{not json\n");
   expect_clean_error(score(gqa + "--answers " + dir + "/broken.jsonl"), "broken.jsonl line 2: not valid JSON");
   expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl"), "--annotations");
   expect_clean_error(score("--benchmark nope --answers x"), "nope");
   expect_clean_error(score("--answers " + dir + "/gqa.jsonl"), "--benchmark");
   expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/missing.json"),
-                     "missing.json: cannot open");
+                     "missing.json: not found");
   write_file(dir + "/not_json.json", "{\"a\": [1, 2\n");
   expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/not_json.json"),
                      "not valid JSON");

@@ -69,7 +69,7 @@ TEST(GqaScore, ReadsOnlyTheNeededFields) {
   EXPECT_FALSE(q.at("201307252").balanced);
   write_file(dir + "/bad.json", R"([1, 2])");
   test::expect_invalid_argument([&] { read_gqa_questions(dir + "/bad.json"); }, "testdev_balanced_questions.json");
-  test::expect_invalid_argument([&] { read_gqa_questions(dir + "/none.json"); }, "cannot open");
+  test::expect_invalid_argument([&] { read_gqa_questions(dir + "/none.json"); }, "none.json: not found");
 }
 
 TEST(PopeScore, ParseKeepsTheFirstSentenceAndLooksForNo) {

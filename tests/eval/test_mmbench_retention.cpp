@@ -179,7 +179,7 @@ TEST(RetentionScore, ReadsResultsFilesWithMmePerceptionOrTotal) {
                                 "needs values.perception");
   write_file(dir + "/bad.json", R"({"gqa": 1})");
   test::expect_invalid_argument([&] { read_results(dir + "/bad.json"); }, "era_score --json");
-  test::expect_invalid_argument([&] { read_results(dir + "/missing.json"); }, "cannot open");
+  test::expect_invalid_argument([&] { read_results(dir + "/missing.json"); }, "missing.json: not found");
 }
 
 TEST(ScoreAnswers, ReadsLlavaAnswerLinesAndFlagsErrorRecords) {
