@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,27 @@ struct SessionOptions {
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
 };
 
+// One earlier exchange of a conversation (Request::history).
+struct Turn {
+  std::string user;       // what the user said; may hold "<image>" placeholders
+  std::string assistant;  // the answer given (Result::text of that turn)
+};
+
 struct Request {
   std::string prompt;               // the user question; "<image>" marks where images go
   std::vector<std::string> images;  // image files, one per placeholder (prepended if none given)
   // More images, from memory or files (era/image.h), filling the placeholders after `images`:
   // the request's images are `images` followed by `image_buffers`, in that order.
   std::vector<Image> image_buffers;
-  bool use_template = true;         // wrap in the bundle's conversation template (vicuna_v1)
+  bool use_template = true;         // wrap in the bundle's conversation template (manifest prompt.template)
+  // A conversation: the earlier exchanges, oldest first, formatted by the template before
+  // `prompt` (the new user turn), as LLaVA's multi-turn conversations are. The request's images
+  // fill the "<image>" placeholders of history[0].user, history[1].user, ... and then `prompt`,
+  // in order; if no turn has a placeholder, they all go in front of the first user text. Needs
+  // use_template. Every turn is prefilled again (no cache is kept between requests).
+  std::vector<Turn> history;
+  // Replaces the template's system text (e.g. an OpenAI "system" message); unset = the bundle's.
+  std::optional<std::string> system;
   int64_t max_new_tokens = 128;
   float temperature = 0.0f;  // 0 = greedy (first index on ties)
   float top_p = 1.0f;
