@@ -198,7 +198,18 @@ TEST(EraInferErrors, UnknownMethod) {
 }
 
 TEST(EraInferErrors, UnknownEraOption) {
-  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --era-set gamma=2")), "gamma");
+  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --tokens 64 --era-set gamma=2")),
+                     "--era-set: ERA option gamma=2: unknown option 'gamma'");
+}
+
+// A reduction with no budget used to keep every token under the method's name.
+TEST(EraInferErrors, ReductionWithoutBudget) {
+  for (const std::string method : {"era", "divprune", "fastv"}) {
+    expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method " + method)),
+                       "method '" + method + "' needs a budget");
+  }
+  const auto full = test::run_command(infer("--image " + sample_png() + " -p hi -n 1 --method full"));
+  EXPECT_EQ(full.exit_code, 0) << full.err;
 }
 
 // No machine CI runs on has a GPU: --device cuda is refused before anything loads, with the
