@@ -89,11 +89,13 @@ TEST(EraInfer, EraWith64TokensEndToEnd) {
   for (const auto& b : red["bias"]) EXPECT_GE(b.get<double>(), 1.0 - 1e-6);
   EXPECT_FALSE(j["answer"].get<std::string>().empty() && j["tokens"].empty());
 
-  // The picture: the 336 px view at twice the size, with coloured clusters.
+  // The picture: exactly the file named (no _0 suffix), the 336 px view at twice the size with
+  // its legend (tests/report/test_reduction_viz.cpp checks what is drawn).
   const cv::Mat pic = cv::imread(dir + "/viz.png");
   ASSERT_FALSE(pic.empty());
-  EXPECT_EQ(pic.cols, 672);
-  EXPECT_EQ(pic.rows, 672);
+  EXPECT_EQ(pic.cols, 12 + 672 + 12);
+  EXPECT_EQ(pic.rows, 12 + 672 + 12 + 2 * 22 + 12);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
 TEST(EraInfer, AttentionReport) {
