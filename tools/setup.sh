@@ -36,7 +36,7 @@ esac
 # (xvfb-run) and takes a real screenshot of its window (import / xwd).
 PACKAGES=(build-essential cmake pkg-config
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev
+          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev
           xvfb xauth imagemagick x11-apps)
 # Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
 # libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
