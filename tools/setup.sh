@@ -33,11 +33,12 @@ esac
 
 # Both routes: the compiler, and the C++ libraries era uses besides LibTorch.
 # xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
-# (xvfb-run) and takes a real screenshot of its window (import / xwd).
+# (xvfb-run) and takes a real screenshot of its window (import / xwd); fonts-dejavu-core: the
+# Unicode font its window draws answers with (libgif-dev: GIF input).
 PACKAGES=(build-essential cmake pkg-config
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
           libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev
-          xvfb xauth imagemagick x11-apps)
+          xvfb xauth imagemagick x11-apps fonts-dejavu-core)
 # Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
 # libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
 # (several times faster matmuls, for the C++ side and the exporter alike).
