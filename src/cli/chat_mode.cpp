@@ -150,7 +150,8 @@ class Chat {
       user = prefix + text;
     }
     r.prompt = user;
-    g_interrupted.store(false);
+    // The flag is not cleared here: a Ctrl-C pressed after Enter but before the answer starts
+    // must stop it too (it is cleared once the answer is over).
     r.on_text = [this](const std::string& delta) {
       out_ << delta << std::flush;
       return !g_interrupted.load();

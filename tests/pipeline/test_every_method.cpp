@@ -97,6 +97,7 @@ TEST(RequestValidation, UnknownMethodIsRefusedWithOrWithoutImages) {
     test::expect_invalid_argument([&] { validate_request(r); }, "available: full, era");
   }
   r.reduction.method = "era";
+  r.reduction.tokens = 64;
   r.reduction.scope = "everything";
   test::expect_invalid_argument([&] { validate_request(r); }, "budget scope");
   r.reduction.scope = "crop";
