@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -32,32 +34,33 @@ struct Flags {
   bool quiet = false;
 };
 
-// SIGINT / SIGTERM are blocked in every thread and taken here with sigtimedwait, so stopping the
-// server happens on an ordinary thread (httplib's stop() is not async-signal-safe).
-void wait_for_stop_signal(httplib::Server& server, const std::atomic<bool>& finished, std::atomic<int>& signal_seen) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  const timespec tick{0, 200 * 1000 * 1000};
+// SIGINT / SIGTERM only record themselves (the handler must be async-signal-safe, and httplib's
+// stop() is not); a watcher thread sees the flag and stops the server from ordinary code. A
+// handler rather than a blocked mask: LibTorch may start threads before main(), which would not
+// inherit the mask and would take the default action (terminate) instead.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void record_stop_signal(int sig) { g_stop_signal = sig; }
+
+void watch_for_stop_signal(httplib::Server& server, const std::atomic<bool>& finished) {
+  bool told = false;
   while (!finished) {
-    const int sig = sigtimedwait(&set, nullptr, &tick);
-    if (sig == SIGINT || sig == SIGTERM) {
-      signal_seen = sig;
-      spdlog::warn("era_server: signal {}: finishing the requests in flight, then stopping", sig);
+    if (g_stop_signal != 0) {
+      if (!told) spdlog::warn("era_server: signal {}: finishing the requests in flight, then stopping", static_cast<int>(g_stop_signal));
+      told = true;
+      // Again on every tick: a signal that came before listen_after_bind() started found
+      // nothing to stop yet.
       server.stop();
-      return;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
 int run(const Flags& f) {
-  // Before any thread starts, so that every thread inherits the mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigaction on_stop {};
+  on_stop.sa_handler = record_stop_signal;
+  sigemptyset(&on_stop.sa_mask);
+  sigaction(SIGINT, &on_stop, nullptr);
+  sigaction(SIGTERM, &on_stop, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not the end of the server
   spdlog::set_default_logger(spdlog::stderr_color_mt("era_server"));
   spdlog::set_level(f.quiet ? spdlog::level::warn : spdlog::level::info);
@@ -90,13 +93,12 @@ int run(const Flags& f) {
   std::fflush(stdout);
 
   std::atomic<bool> finished{false};
-  std::atomic<int> signal_seen{0};
-  std::thread signals(wait_for_stop_signal, std::ref(server), std::cref(finished), std::ref(signal_seen));
+  std::thread signals(watch_for_stop_signal, std::ref(server), std::cref(finished));
   const bool listened = server.listen_after_bind();  // returns after stop(), the HTTP threads joined
   finished = true;
   signals.join();
   queue.stop();
-  if (!listened && signal_seen == 0) throw era::Error(era::ErrorCode::kRuntime, "the listening socket failed");
+  if (!listened && g_stop_signal == 0) throw era::Error(era::ErrorCode::kRuntime, "the listening socket failed");
   std::printf("era_server: stopped\n");
   return 0;
 }
