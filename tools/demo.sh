@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The demo: install + build, make a small random-weight LLaVA-1.5 checkpoint in the HF layout,
-# export it to a bundle, and ask era_infer about the bundled sample image with ERA keeping 64 of
+# The demo: install + build era_infer (only it: the test suite is tools/test.sh's), make a small
+# random-weight LLaVA-1.5 checkpoint in the HF layout, export it to a bundle, and ask era_infer about the bundled sample image with ERA keeping 64 of
 # 576 visual tokens (with stats). Arguments, if any, replace `--method era --tokens 64`.
 # The weights are random, so the answer is gibberish: this shows the machinery, not a model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+bash tools/setup.sh --target era_infer
 CKPT=models/demo-checkpoint/tiny-llava-1.5
 BUNDLE=models/tiny-llava-1.5
 # (Re)make the model when missing or older than the Python tools that make it.

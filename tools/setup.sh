@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Installs what era needs (only what is missing) and builds it. Safe to re-run.
 #
-#   tools/setup.sh [--route debian|pypi|all]     (default: debian)
+#   tools/setup.sh [--route debian|pypi|all] [--target T ...]     (default: debian, everything)
 #
 # Two LibTorch routes, each with its own build folder:
 #   debian  Debian's packages: LibTorch 1.13 (CPU) and python3-torch.        -> build/
 #   pypi    PyTorch 2.11 from the Python package index in a virtual environment
 #           (.venv-torch2, pins in tools/requirements-pypi.txt); era builds against the wheel's
 #           bundled, CUDA-enabled LibTorch, and the Hugging Face parity tests run. -> build-torch2/
+# --target builds only those CMake targets (repeatable; tools/demo.sh builds era_infer alone, not
+# the test suite). The build shows its progress, one line per compiled file.
 # Used by tools/demo.sh (debian), tools/test.sh (both) and CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 route=debian
+targets=()
 while (($#)); do
   case "$1" in
     --route) route=${2:-}; shift 2 || { echo "setup.sh: --route needs a value" >&2; exit 2; } ;;
     --route=*) route=${1#--route=}; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all)" >&2; exit 2 ;;
+    --target) [ -n "${2:-}" ] || { echo "setup.sh: --target needs a value" >&2; exit 2; }; targets+=("$2"); shift 2 ;;
+    --target=*) targets+=("${1#--target=}"); shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all, --target T)" >&2; exit 2 ;;
   esac
 done
 case "$route" in
@@ -28,14 +33,15 @@ esac
 
 # Both routes: the compiler, and the C++ libraries era uses besides LibTorch.
 # xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
-# (xvfb-run) and takes a real screenshot of its window (import / xwd).
+# (xvfb-run) and takes a real screenshot of its window (import / xwd); fonts-dejavu-core: the
+# Unicode font its window draws answers with (libgif-dev: GIF input).
 # libcpp-httplib-dev, libssl-dev: era_server's HTTP layer and its base64 (data: URLs);
 # curl and python3-venv: its end-to-end test (curl, and the openai client in .venv-client).
 PACKAGES=(build-essential cmake pkg-config
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev
+          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev
           libcpp-httplib-dev libssl-dev curl python3-venv
-          xvfb xauth imagemagick x11-apps)
+          xvfb xauth imagemagick x11-apps fonts-dejavu-core)
 # Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
 # libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
 # (several times faster matmuls, for the C++ side and the exporter alike).
@@ -69,17 +75,29 @@ if ! cmp -s "$CLIENT_REQ" "$CLIENT_VENV/era-requirements.txt"; then
   cp "$CLIENT_REQ" "$CLIENT_VENV/era-requirements.txt"
 fi
 
-# configure_and_build BUILD_DIR LOG CMAKE_ARGS...: configure and build into BUILD_DIR. LOG keeps
-# the configure output, BUILD_DIR/build-output.log the compiler's; on failure the errors are shown.
+# configure_and_build BUILD_DIR LOG CMAKE_ARGS...: configure and build (the --target list, or
+# everything) into BUILD_DIR. LOG keeps the configure output, BUILD_DIR/build-output.log the
+# compiler's; the progress goes to the terminal ("[ 42%] era_core: src/pipeline/session.cpp");
+# on failure the errors are shown.
 configure_and_build() {
   local dir=$1 log=$2; shift 2
+  echo "era setup: configuring $dir (log: $log)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$log" 2>&1 || { cat "$log"; exit 1; }
-  if ! cmake --build "$dir" -j "$(nproc)" > "$dir/build-output.log" 2>&1; then
+  local what=(--target all)
+  if ((${#targets[@]})); then
+    what=()
+    for t in "${targets[@]}"; do what+=(--target "$t"); done
+  fi
+  echo "era setup: building ${what[*]} in $dir on $(nproc) cores (log: $dir/build-output.log)"
+  # pipefail (set above): the pipeline fails when the build does; sed only picks the progress lines.
+  if ! cmake --build "$dir" -j "$(nproc)" "${what[@]}" 2>&1 | tee "$dir/build-output.log" |
+      sed -n -u -E 's#^\[ *([0-9]+)%\] Building CXX object (CMakeFiles|[^ ]*/CMakeFiles)/([^/]+)\.dir/(.*)\.o$#  [\1%] \3: \4#p;
+                    s#^\[ *([0-9]+)%\] Linking CXX (executable|static library|shared module|shared library) (.*)$#  [\1%] linking \3#p'; then
     grep -E -A5 "error|Error" "$dir/build-output.log" | head -n 80
     echo "era setup: building $dir failed (whole log: $dir/build-output.log)" >&2
     exit 1
   fi
-  tail -n 2 "$dir/build-output.log"
+  echo "era setup: $dir built"
 }
 
 if [ "$route" != pypi ]; then

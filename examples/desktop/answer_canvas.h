@@ -14,5 +14,9 @@ struct CanvasState {
   std::string status;      // one line: what is happening, token counts, keys
 };
 
-// Renders the state into a BGR image `width` pixels wide, tall enough for the picture and the text.
+// Renders the state into a BGR image `width` pixels wide, tall enough for the picture and the text
+// (UTF-8, drawn with a Unicode font where OpenCV's freetype module and DejaVu Sans are present).
 cv::Mat render_canvas(const CanvasState& state, int width = 1000);
+
+// Whether text beyond ASCII is drawn (false: the Hershey fallback, '?' per non-ASCII character).
+bool canvas_draws_unicode();

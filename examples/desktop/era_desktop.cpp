@@ -7,7 +7,7 @@
 //               [--method era] [--tokens 64] [--max-new-tokens 64] [--screenshot out.png]
 //
 // --screenshot renders the final window to a PNG and exits (keeping the window up --hold-ms
-// milliseconds longer, so an X screenshot tool can capture it).
+// milliseconds longer, so an X screenshot tool can capture it). --help prints the options.
 #include <opencv2/highgui.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -15,10 +15,13 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "answer_canvas.h"
+#include "key_input.h"
 #include "era/era.h"
 #include "era/reduction_picture.h"
 
@@ -32,10 +35,29 @@ struct Options {
   int hold_ms = 0;
 };
 
-Options parse(int argc, char** argv) {
+constexpr const char* kUsage =
+    "usage: era_desktop --model BUNDLE --image FILE [--question TEXT] [--method M] [--tokens K]\n"
+    "                   [--max-new-tokens N] [--screenshot OUT.png [--hold-ms MS]]\n"
+    "Asks about the picture in a window; the answer streams in, then the reduction is drawn over the\n"
+    "picture. Type another question and press Enter; Esc cancels an answer, or quits.\n"
+    "  --model BUNDLE       an era bundle (tools/demo.sh makes models/tiny-llava-1.5)\n"
+    "  --image FILE         the picture\n"
+    "  --question TEXT      the first question (default: What is in the picture?)\n"
+    "  --method M           reduction method (default era; full keeps every token)\n"
+    "  --tokens K           visual tokens kept (default 64)\n"
+    "  --max-new-tokens N   answer length limit (default 64)\n"
+    "  --screenshot FILE    write the window after the first answer as a PNG and exit\n"
+    "  --hold-ms MS         with --screenshot: keep the window up this long first\n";
+
+// Options, or nullopt when --help was asked for (usage printed).
+std::optional<Options> parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      return std::nullopt;
+    }
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) throw era::Error(era::ErrorCode::kInvalidArgument, flag + " needs a value");
       return argv[++i];
@@ -56,9 +78,9 @@ Options parse(int argc, char** argv) {
     else if (flag == "--max-new-tokens") o.max_new_tokens = number();
     else if (flag == "--screenshot") o.screenshot = value();
     else if (flag == "--hold-ms") o.hold_ms = static_cast<int>(number());
-    else throw era::Error(era::ErrorCode::kInvalidArgument, "unknown option " + flag + " (see the comment atop era_desktop.cpp)");
+    else throw era::Error(era::ErrorCode::kInvalidArgument, "unknown option " + flag + " (see --help)");
   }
-  if (o.model.empty() || o.image.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "--model and --image are required");
+  if (o.model.empty() || o.image.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "--model and --image are required (see --help)");
   return o;
 }
 
@@ -106,10 +128,15 @@ class DesktopApp {
     state_.status = "answering... (Esc cancels)";
     show();
     int pieces = 0;
+    bool cancelled = false;
     request.on_text = [&](const std::string& piece) {
       state_.answer += piece;
       state_.status = "answering... " + std::to_string(++pieces) + " pieces (Esc cancels)";
-      return show() != 27;  // Esc
+      // Keys typed meanwhile go into the next question (Enter queues it); Esc cancels this one.
+      const KeyAction action = show_and_read_key();
+      if (action == KeyAction::kEscape) cancelled = true;
+      if (action == KeyAction::kSubmit) submit_typed();
+      return !cancelled;
     };
     const era::Result result = session_.generate(request);
     state_.answer = result.text;
@@ -123,22 +150,16 @@ class DesktopApp {
   // Reads typed questions until Esc or the window is closed.
   void interact() {
     while (true) {
-      const int key = cv::waitKey(50);
-      // 0 = the window was closed (-1 where the GUI backend cannot tell: keep going, Esc quits).
-      if (key == 27 || cv::getWindowProperty(kWindow, cv::WND_PROP_VISIBLE) == 0) return;
-      if (key == 13 || key == 10) {
-        if (!state_.typing.empty()) {
-          const std::string q = state_.typing;
-          state_.typing.clear();
-          ask_safely(q);
-        }
-      } else if (key == 8 || key == 127) {
-        if (!state_.typing.empty()) state_.typing.pop_back();
-        show();
-      } else if (key >= 32 && key < 127) {
-        state_.typing += static_cast<char>(key);
-        show();
+      while (!queued_.empty()) {
+        const std::string q = queued_.front();
+        queued_.erase(queued_.begin());
+        ask_safely(q);
       }
+      const KeyAction action = read_key(50);
+      // 0 = the window was closed (-1 where the GUI backend cannot tell: keep going, Esc quits).
+      if (action == KeyAction::kEscape || cv::getWindowProperty(kWindow, cv::WND_PROP_VISIBLE) == 0) return;
+      if (action == KeyAction::kSubmit) submit_typed();
+      if (action == KeyAction::kEdited) show_and_read_key();
     }
   }
 
@@ -157,11 +178,28 @@ class DesktopApp {
   }
 
  private:
-  // Redraws the window and lets the GUI process events; returns the key pressed, or -1.
-  int show() {
+  // Redraws the window and lets the GUI process events, applying any key pressed meanwhile: every
+  // waitKey is read through apply_key, so no key is lost between redraws.
+  KeyAction show_and_read_key() {
     cv::imshow(kWindow, render_canvas(state_));
-    return cv::waitKey(1);
+    return read_key(1);
   }
+  void show() { show_and_read_key(); }
+
+  // waitKeyEx, not waitKey: waitKey keeps the low byte only (no Shift state, no non-ASCII keysym).
+  KeyAction read_key(int wait_ms) {
+    const KeyAction action = apply_key(cv::waitKeyEx(wait_ms), state_.typing);
+    if (action == KeyAction::kEdited) cv::imshow(kWindow, render_canvas(state_));
+    return action;
+  }
+
+  void submit_typed() {
+    if (state_.typing.empty()) return;
+    queued_.push_back(state_.typing);
+    state_.typing.clear();
+  }
+
+  std::vector<std::string> queued_;  // questions submitted (Enter) and not yet asked
 
   era::Session& session_;
   Options options_;
@@ -173,7 +211,9 @@ class DesktopApp {
 
 int main(int argc, char** argv) {
   try {
-    const Options options = parse(argc, argv);
+    const std::optional<Options> parsed = parse(argc, argv);
+    if (!parsed) return 0;  // --help
+    const Options& options = *parsed;
     // The picture goes to the library as pixels (the in-memory path an app with its own images
     // uses); a file that OpenCV cannot read is reported like the library would.
     const cv::Mat bgr = cv::imread(options.image, cv::IMREAD_COLOR);

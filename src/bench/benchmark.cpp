@@ -123,6 +123,15 @@ const nlohmann::json* python_row(const nlohmann::json& python, const std::string
   return nullptr;
 }
 
+// The Python reference feeds only the tokens a method kept through every decoder layer; an
+// in-decoder method (FastV, DART) runs all of them through layers < K in C++. Their timings are not
+// the same work, so no C++/Python ratio is given for those rows.
+bool comparable_with_python(const ConfigResult& row) {
+  return method_info(row.method).stage != MethodStage::kInDecoder;
+}
+constexpr const char* kNotComparable =
+    "in-decoder method: the Python reference prefills only the kept tokens, C++ every token up to layer K";
+
 double py_median(const nlohmann::json& row, const char* key) {
   if (!row.contains(key) || !row[key].is_object()) return 0;
   return row[key].value("median", 0.0);
@@ -238,7 +247,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                         {"ideal_flops", full->flops.prefill / r.flops.prefill}};
       row["reduce_pct_of_full_prefill"] = 100.0 * r.ms.at("reduce").median / fp;
     }
-    if (const auto* p = python_row(python, r.label())) {
+    if (python_row(python, r.label()) != nullptr && !comparable_with_python(r)) {
+      row["python"] = {{"not_compared", kNotComparable}};
+    } else if (const auto* p = python_row(python, r.label())) {
       nlohmann::json py = *p;
       const double pp = py_median(*p, "prefill_ms"), pd = py_median(*p, "decode_ms_per_token");
       py["cpp_over_python"] = {{"prefill", pp > 0 ? r.ms.at("prefill").median / pp : 0.0},
@@ -326,13 +337,18 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
     for (const auto& r : report.rows) {
       const auto* p = python_row(python, r.label());
       if (!p) continue;
+      if (!comparable_with_python(r)) {
+        std::snprintf(line, sizeof line, "%-14s %12s %12s %12s %14s %14s\n", r.label().c_str(), "-", "-", "-", "n/a", "n/a");
+        out << line;
+        continue;
+      }
       const double pv = py_median(*p, "vision_ms"), pp = py_median(*p, "prefill_ms"), pd = py_median(*p, "decode_ms_per_token");
       std::snprintf(line, sizeof line, "%-14s %12.1f %12.1f %12.2f %14.2f %14.2f\n", r.label().c_str(), pv, pp, pd,
                     pp > 0 ? r.ms.at("prefill").median / pp : 0.0,
                     pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0);
       out << line;
     }
-    out << "(ratio < 1: C++ faster)\n";
+    out << "(ratio < 1: C++ faster; n/a: " << kNotComparable << ")\n";
   }
   return out.str();
 }

@@ -122,6 +122,19 @@ inline SessionOptions session_options(const ModelFlags& f) {
   return so;
 }
 
+// Applies repeatable "key=value" flags with `set`; an error names the flag in front of the
+// library's message, which names the value ("--era-set: ERA option gamma=2: unknown option ...").
+template <typename Options, typename Setter>
+void apply_key_values(const char* flag, const std::vector<std::string>& values, Options& options, Setter set) {
+  for (const auto& kv : values) {
+    try {
+      set(options, kv);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string(flag) + ": " + e.what());
+    }
+  }
+}
+
 // A request with everything but the prompt and images; reads --era-config (throws era::Error).
 inline Request base_request(const GenerationFlags& f) {
   Request req;
@@ -135,8 +148,8 @@ inline Request base_request(const GenerationFlags& f) {
   req.reduction.keep_ratio = f.keep_ratio;
   req.reduction.scope = f.scope;
   if (!f.era_config.empty()) req.reduction.era = load_era_options(f.era_config, req.reduction.era);
-  for (const auto& kv : f.era_set) set_era_option(req.reduction.era, kv);
-  for (const auto& kv : f.method_set) set_baseline_option(req.reduction.baselines, kv);
+  apply_key_values("--era-set", f.era_set, req.reduction.era, set_era_option);
+  apply_key_values("--method-set", f.method_set, req.reduction.baselines, set_baseline_option);
   return req;
 }
 

@@ -17,7 +17,9 @@
 #include <functional>
 #include <string>
 
+#include "cli/build_info.h"
 #include "era/error.h"
+#include "era/version.h"
 
 namespace era::cli {
 
@@ -32,12 +34,21 @@ inline std::string first_line(const std::string& text) {
 
 inline int exit_code_of(const Error& e) { return e.code() == ErrorCode::kRuntime ? kExitFailed : kExitRefused; }
 
-// Parses `argv` into `app` (--help prints and exits 0; a parse error prints one line and exits 2),
+// "<tool> <era version> (LibTorch <version>, <CUDA | CPU only>, <build type>)": every tool's
+// --version, so a bug report names the exact build.
+inline std::string version_line(const std::string& tool) {
+  return tool + " " + version_string() + " (LibTorch " + ERA_BUILD_LIBTORCH + ", " + ERA_BUILD_CUDA + ", " +
+         ERA_BUILD_TYPE + " build)";
+}
+
+// Parses `argv` into `app` (--help and --version print and exit 0; a parse error prints one line
+// and exits 2),
 // then runs `body`. An era::Error prints "<tool>: error: <message>" and exits 2 (3 for kRuntime),
 // anything else "<tool>: internal error: <message>" and 4. `tool` may change during the run
 // (era_eval's "merge" subcommand), so it is read when the error is printed.
 inline int run_tool(const std::function<std::string()>& tool, CLI::App& app, int argc, char** argv,
                     const std::function<int()>& body) {
+  app.set_version_flag("--version", version_line(tool()), "print the era version and the build, then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -167,14 +167,8 @@ int run(const Flags& f) {
     std::fprintf(stderr, "era_eval: stopped by a signal while loading the model; rerun the same command to start\n");
     return 128 + g_signal.load();
   }
-  const int64_t context = (*session)->info().max_context;
-  for (const auto& c : configs) {
-    if (c.request.max_new_tokens >= context) {
-      throw era::Error(era::ErrorCode::kInvalidArgument, "-n/--max-new-tokens " + std::to_string(c.request.max_new_tokens) +
-                                                             " is not below the model's context of " +
-                                                             std::to_string(context) + " tokens");
-    }
-  }
+  const era::ModelInfo model = (*session)->info();
+  for (const auto& c : configs) era::validate_request(c.request, model);  // the model-dependent limits (-n)
   const auto open_backend = era::eval::shared_backend([session]() { return era::eval::session_backend(std::move(**session)); });
   bool items_failed = false;
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -1,4 +1,5 @@
-// era_infer: images + prompt -> answer (streamed), with timing and token statistics.
+// era_infer: images + prompt -> answer (streamed), with timing and token statistics; without -p
+// (or with --chat) a conversation read from standard input (src/cli/chat_mode.h).
 // Only flag parsing and printing live here; everything else is the library (era/era.h).
 #include <CLI/CLI.hpp>
 
@@ -9,7 +10,9 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include "cli/chat_mode.h"
 #include "cli/common_flags.h"
 #include "cli/entry.h"
 #include "era/debug.h"
@@ -25,7 +28,7 @@ struct Flags {
   era::cli::GenerationFlags gen;
   std::vector<std::string> images;
   std::string prompt;
-  bool stats = false, json = false, no_template = false;
+  bool stats = false, json = false, no_template = false, chat = false;
   std::string dump_preprocessed, dump_tokens, dump_prompt;
   std::string save_viz, attn_report;
 };
@@ -134,30 +137,6 @@ void dump_prompt(const std::string& dir, era::Session& session, const era::Reque
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + file("prompt.json"));
 }
 
-// One PNG per crop: FILE for a single LLaVA-1.5 image; otherwise FILE with _<image> (and _<crop>
-// for LLaVA-NeXT, crop 0 = the base image) before the extension.
-void save_pictures(const std::string& path, const era::PreparedInput& in, const era::Result& r, const era::ModelInfo& info) {
-  const int64_t n = info.tokens_per_crop;
-  const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(n))));
-  const bool single = in.crops_per_image.size() == 1 && in.crops_per_image[0] == 1;
-  const auto dot = path.rfind('.');
-  int64_t first = 0;
-  for (size_t i = 0; i < r.reductions.size(); ++i) {
-    const auto& red = r.reductions[i];
-    for (int64_t c = 0; c < in.crops_per_image[i]; ++c) {
-      era::ImageReduction crop;  // this crop's slice of the image's reduction
-      crop.assignment.assign(red.assignment.begin() + c * n, red.assignment.begin() + (c + 1) * n);
-      for (const int64_t k : red.kept) {
-        if (k >= c * n && k < (c + 1) * n) crop.kept.push_back(k - c * n);
-      }
-      std::string suffix = "_" + std::to_string(i) + (in.crops_per_image[i] > 1 ? "_" + std::to_string(c) : "");
-      const std::string file = single ? path : dot == std::string::npos ? path + suffix : path.substr(0, dot) + suffix + path.substr(dot);
-      era::save_png(era::draw_reduction(in.crops[static_cast<size_t>(first + c)], grid, crop), file);
-    }
-    first += in.crops_per_image[i];
-  }
-}
-
 void write_attention_report(const std::string& path, const era::AttentionReport& report) {
   nlohmann::json layers = nlohmann::json::array();
   for (size_t l = 0; l < report.layers.size(); ++l) {
@@ -176,7 +155,29 @@ void write_attention_report(const std::string& path, const era::AttentionReport&
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
 }
 
+// The conversation mode: flags that write one answer's files make no sense there.
+int run_chat(const Flags& f) {
+  const std::pair<const char*, bool> single_answer_only[] = {
+      {"--json", f.json}, {"--no-template", f.no_template}, {"--save-viz", !f.save_viz.empty()},
+      {"--attn-report", !f.attn_report.empty()}, {"--dump-preprocessed", !f.dump_preprocessed.empty()},
+      {"--dump-tokens", !f.dump_tokens.empty()}, {"--dump-prompt", !f.dump_prompt.empty()}};
+  for (const auto& [flag, given] : single_answer_only) {
+    if (given) throw era::Error(era::ErrorCode::kInvalidArgument, std::string(flag) + " is for one answer: give -p (without --chat)");
+  }
+  era::cli::ChatOptions o;
+  o.base = era::cli::base_request(f.gen);
+  era::validate_request(o.base);  // a bad flag stops before the model loads
+  era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
+  o.images = f.images;
+  o.first_message = f.prompt;
+  o.stats = f.stats;
+  o.interactive = ::isatty(STDIN_FILENO) != 0;
+  o.print_stats = print_stats;
+  return era::cli::run_chat(session, o, std::cin, std::cout);
+}
+
 int run(const Flags& f) {
+  if (f.chat || f.prompt.empty()) return run_chat(f);
   era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
   era::Request req = era::cli::base_request(f.gen);
   req.prompt = f.prompt;
@@ -201,7 +202,7 @@ int run(const Flags& f) {
   }
   const era::Result r = session.generate(req);
   const auto info = session.info();
-  if (!f.save_viz.empty()) save_pictures(f.save_viz, in, r, info);
+  if (!f.save_viz.empty()) era::save_png(era::draw_request_reduction(in, r, info), f.save_viz);
   if (f.json) {
     nlohmann::ordered_json j;
     j["answer"] = r.text;
@@ -232,10 +233,16 @@ int main(int argc, char** argv) {
   era::cli::add_model_flags(app, f.model);
   app.get_option("--model")->required();
   app.add_option("-i,--image", f.images, "image file; repeat for several images");
-  app.add_option("-p,--prompt", f.prompt, "question; <image> marks where images go (default: before the question)")->required();
+  app.add_option("-p,--prompt", f.prompt,
+                 "question; <image> marks where images go (default: before the question). Without -p: chat mode");
+  app.add_flag("--chat", f.chat,
+               "a conversation read from standard input (also without -p; -p is then the first message, -i the "
+               "first images); /help lists its commands");
   era::cli::add_generation_flags(app, f.gen);
   app.add_flag("--no-template", f.no_template, "send the prompt as is, without the conversation template");
-  app.add_option("--save-viz", f.save_viz, "write a PNG of the patch grid, kept anchors and clusters");
+  app.add_option("--save-viz", f.save_viz,
+                 "write one PNG picture of the reduction to this file: the images under a light overlay of the "
+                 "clusters, kept tokens ringed, dropped ones dimmed, with a legend (LLaVA-NeXT: base crop + stitched tiles)");
   app.add_option("--attn-report", f.attn_report,
                  "write per-layer attention shares, logit deviation and group-KL against the unreduced run (.json)");
   app.add_flag("--stats", f.stats, "print timings, token counts and KV-cache size");

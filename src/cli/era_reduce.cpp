@@ -9,6 +9,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/common_flags.h"
 #include "cli/entry.h"
 #include "era/error.h"
 #include "reduce/btr.h"
@@ -50,7 +51,7 @@ int run(const Flags& f) {
   era::ReductionRequest options;
   options.method = f.method;
   if (!f.config.empty()) options.era = era::load_era_options(f.config);
-  for (const auto& s : f.sets) era::set_era_option(options.era, s);
+  era::cli::apply_key_values("--era-set", f.sets, options.era, era::set_era_option);
   const auto reducer = era::make_reducer(options);
 
   const torch::Tensor x = load_matrix("--features", f.features);
@@ -93,6 +94,6 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", f.tokens, "budget K; <= 0 or >= N keeps every token")->required();
   app.add_option("--method", f.method, "full, era or era:<variant> (dep-x, dep-y, dep, dep+btr, era)")->capture_default_str();
   app.add_option("--config", f.config, "ERA options JSON (like configs/era.json)");
-  app.add_option("--set", f.sets, "override one option, key=value; repeatable");
+  app.add_option("--era-set,--set", f.sets, "override one ERA option, key=value; repeatable (--set: the old spelling)");
   return era::cli::run_tool("era_reduce", app, argc, argv, [&] { return run(f); });
 }

@@ -158,6 +158,9 @@ struct ModelInfo {
 // Session::generate makes exactly these checks first, whether or not the request has images;
 // batch tools call it once up front so a bad flag stops the run before any work.
 void validate_request(const Request& request);
+// The same, and what depends on the loaded model: max_new_tokens must be below model.max_context.
+// Session::generate makes exactly these checks; batch tools call it once the model is loaded.
+void validate_request(const Request& request, const ModelInfo& model);
 
 class Session {
  public:

@@ -61,20 +61,20 @@ std::string read_all(int fd, int64_t size, const std::string& path) {
   return content;
 }
 
-// Opens `path` (creating it) and takes the exclusive lock; makes sure the locked inode is the one
-// the path names (a concurrent replace() may have renamed a new file over it).
-int open_locked(const std::string& path, int extra_flags) {
+// Opens `path` (creating it with `flags`) and takes its exclusive lock without waiting; makes sure
+// the locked inode is still the one the path names (a concurrent replace() may have renamed a new
+// file over it, or a finishing holder unlinked it), retrying on the new file. `in_use` is the
+// message when another process holds the lock; `what` names the file in other errors.
+int open_and_lock(const std::string& path, int flags, const std::string& what, const std::string& in_use) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | extra_flags, 0644);
-    if (fd < 0) fail(ErrorCode::kInvalidArgument, "cannot open the answers file " + path);
+    const int fd = ::open(path.c_str(), flags | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) fail(ErrorCode::kInvalidArgument, "cannot open " + what);
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       ::close(fd);
-      if (err == EWOULDBLOCK) {
-        throw Error(ErrorCode::kInvalidArgument, "the answers file " + path + " is in use by another process (another era_eval run?)");
-      }
+      if (err == EWOULDBLOCK) throw Error(ErrorCode::kInvalidArgument, in_use);
       errno = err;
-      fail(ErrorCode::kInvalidArgument, "cannot lock the answers file " + path);
+      fail(ErrorCode::kInvalidArgument, "cannot lock " + what);
     }
     struct stat held {}, named {};
     if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
@@ -83,7 +83,12 @@ int open_locked(const std::string& path, int extra_flags) {
     }
     ::close(fd);  // replaced while we were locking it: lock the new one
   }
-  throw Error(ErrorCode::kInvalidArgument, "cannot lock the answers file " + path + " (it keeps being replaced)");
+  throw Error(ErrorCode::kInvalidArgument, "cannot lock " + what + " (it keeps being replaced)");
+}
+
+int open_locked(const std::string& path, int extra_flags) {
+  return open_and_lock(path, O_RDWR | O_APPEND | extra_flags, "the answers file " + path,
+                       "the answers file " + path + " is in use by another process (another era_eval run?)");
 }
 
 std::vector<std::string> split_lines(const std::string& content) {
@@ -136,37 +141,18 @@ AnswersLock::AnswersLock(const std::string& answers_path) : lock_path_(answers_p
     ++held.holders;
     return;
   }
-  // Lock the file the path names now: a holder that is just finishing unlinks its lock file
-  // before it unlocks, so a lock won on an unlinked inode is retried on the new file.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) {
-      held_locks().erase(lock_path_);
-      fail(ErrorCode::kInvalidArgument, "cannot create the lock file " + lock_path_ + " of the answers file " + answers_path);
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      ::close(fd);
-      held_locks().erase(lock_path_);
-      if (err == EWOULDBLOCK) {
-        throw Error(ErrorCode::kInvalidArgument, "the answers file " + answers_path +
-                                                     " is in use by another process (another era_eval run holds " +
-                                                     lock_path_ + ")");
-      }
-      errno = err;
-      fail(ErrorCode::kInvalidArgument, "cannot lock " + lock_path_);
-    }
-    struct stat locked {}, named {};
-    if (::fstat(fd, &locked) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && locked.st_ino == named.st_ino &&
-        locked.st_dev == named.st_dev) {
-      held.fd = fd;
-      held.holders = 1;
-      return;
-    }
-    ::close(fd);
+  // A holder that is just finishing unlinks its lock file before it unlocks, so a lock won on an
+  // unlinked inode is retried on the new file (open_and_lock).
+  try {
+    held.fd = open_and_lock(lock_path_, O_RDWR | O_NONBLOCK,
+                            "the lock file " + lock_path_ + " of the answers file " + answers_path,
+                            "the answers file " + answers_path + " is in use by another process (another era_eval run holds " +
+                                lock_path_ + ")");
+  } catch (...) {
+    held_locks().erase(lock_path_);
+    throw;
   }
-  held_locks().erase(lock_path_);
-  throw Error(ErrorCode::kInvalidArgument, "cannot lock " + lock_path_ + " (it keeps being replaced)");
+  held.holders = 1;
 }
 
 AnswersLock::~AnswersLock() {

@@ -27,13 +27,21 @@ void LlavaFamilyBase::require_layout(std::initializer_list<ImageLayout> allowed)
                                       "' does not fit architecture " + manifest_.arch);
 }
 
-std::string LlavaFamilyBase::format_prompt(const std::string& question, int num_images) const {
-  return era::format_prompt(manifest_.prompt, question, num_images);
+std::string LlavaFamilyBase::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+                                           const std::optional<std::string>& system) const {
+  PromptTemplate tmpl = manifest_.prompt;
+  if (system) tmpl.system = *system;
+  return era::format_conversation(tmpl, history, question, num_images);
 }
 
 std::vector<int64_t> LlavaFamilyBase::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
+  // BOS / EOS written as text are single ids, as HF's tokenizers treat special tokens in text:
+  // the turn separators of a conversation ("</s>", "<s>") depend on it.
+  std::vector<AddedToken> specials = manifest_.tokens.added_tokens;
+  specials.push_back({tokenizer.piece(tokenizer.bos_id()), tokenizer.bos_id()});
+  specials.push_back({tokenizer.piece(tokenizer.eos_id()), tokenizer.eos_id()});
   return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
-                              manifest_.tokens.added_tokens);
+                              specials);
 }
 
 torch::Tensor LlavaFamilyBase::normalize(const cv::Mat& crop) const { return normalize_to_chw(crop, clip_); }

@@ -18,9 +18,11 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "era/era.h"
 #include "era/methods.h"
 #include "model/bundle.h"
 #include "model/vision_encoder.h"
@@ -48,10 +50,13 @@ class ModelFamily {
   virtual std::string arch() const = 0;
 
   // ---- prompt ---------------------------------------------------------------------------------
-  // The prompt text of one user turn with `num_images` images, in the bundle's template (throws
-  // era::Error(kPrompt) if the placeholders do not match the images).
-  virtual std::string format_prompt(const std::string& question, int num_images) const = 0;
-  // Token ids of a formatted prompt, with one image token id where each image goes.
+  // The prompt text of a conversation (`history`, then the new `question`) with `num_images`
+  // images, in the bundle's template; `system` replaces the template's system text when set
+  // (throws era::Error(kPrompt) if the placeholders do not match the images).
+  virtual std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+                                    const std::optional<std::string>& system) const = 0;
+  // Token ids of a formatted prompt, with one image token id where each image goes; the
+  // tokenizer's BOS / EOS pieces written in the text (a conversation's turn ends) become their ids.
   virtual std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const = 0;
   virtual const std::string& image_placeholder() const = 0;
 

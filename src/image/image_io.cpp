@@ -1,4 +1,5 @@
 #include "image/image_io.h"
+#include "image/gif_decode.h"
 
 #include <algorithm>
 #include <climits>
@@ -378,6 +379,7 @@ uint64_t check_file(const std::string& path, int64_t max_bytes) {
 
 cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr, const std::string& name) {
   check_complete(data, size, hdr, name);
+  if (hdr.format == "GIF") return decode_gif_first_frame(data, size, name);  // OpenCV 4.6 has no GIF decoder
   // 16-bit greyscale PNG: Pillow opens it as mode "I" and convert("RGB") saturates each value to
   // 0..255 (it does not take the high byte, as OpenCV's 8-bit conversion does). Everything else
   // (16-bit RGB/RGBA/LA: high byte; palette, 1/2/4-bit grey, alpha) already matches IMREAD_COLOR.
@@ -400,12 +402,10 @@ cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr,
     fail(name, "cannot decode " + hdr.format + " image: " + e.what());
   }
   if (bgr.empty()) {
-    if (hdr.format == "GIF")
-      fail(name, "cannot decode GIF image (this OpenCV build has no GIF decoder; convert it to PNG)");
     fail(name, "cannot decode " + hdr.format + " image (corrupt or unsupported data)");
   }
   if (bgr.type() != CV_8UC3) fail(name, "decoder returned an unexpected pixel format");
-  if (hdr.format != "GIF" && (bgr.cols != hdr.width || bgr.rows != hdr.height))
+  if (bgr.cols != hdr.width || bgr.rows != hdr.height)
     fail(name, "decoded size " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
                    " differs from the header's " + std::to_string(hdr.width) + "x" + std::to_string(hdr.height));
   cv::Mat rgb;

@@ -42,8 +42,9 @@ std::string bundle_file(const std::string& dir, const std::string& field, const 
   return path;
 }
 
-torch::jit::Module load_module(const std::string& dir, const std::string& field, const std::string& file) {
-  const std::string path = bundle_file(dir, field, file);
+// `path`: the file bundle_file() checked for `field`.
+torch::jit::Module load_module(const std::string& dir, const std::string& field, const std::string& file,
+                               const std::string& path) {
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
@@ -189,13 +190,12 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   check_export_compat(b.manifest, dir, libtorch_version());
   // Every file is checked before the first is opened: a bad one stops the load at once.
   const std::string tokenizer_path = bundle_file(dir, "files.tokenizer", b.manifest.tokenizer_file);
-  for (const auto& [field, file] : {std::pair{"files.vision", b.manifest.vision_file},
-                                    std::pair{"files.projector", b.manifest.projector_file},
-                                    std::pair{"files.decoder", b.manifest.decoder_file}})
-    bundle_file(dir, field, file);
-  b.vision = load_module(dir, "files.vision", b.manifest.vision_file);
-  b.projector = load_module(dir, "files.projector", b.manifest.projector_file);
-  b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file);
+  const std::string vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);
+  const std::string projector_path = bundle_file(dir, "files.projector", b.manifest.projector_file);
+  const std::string decoder_path = bundle_file(dir, "files.decoder", b.manifest.decoder_file);
+  b.vision = load_module(dir, "files.vision", b.manifest.vision_file, vision_path);
+  b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
+  b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
   b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
   check_modules(b);
 

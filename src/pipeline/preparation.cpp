@@ -43,7 +43,7 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   PreparedInput& in = out.input;
   const int n_images = static_cast<int>(request.images.size() + request.image_buffers.size());
   if (request.use_template) {
-    in.prompt = family.format_prompt(request.prompt, n_images);
+    in.prompt = family.format_prompt(request.history, request.prompt, n_images, request.system);
   } else {
     in.prompt = request.prompt;
     const std::string& placeholder = family.image_placeholder();

@@ -2,6 +2,7 @@
 // batch tools before any work.
 #include "era/era.h"
 #include "era/error.h"
+#include "pipeline/request_validation.h"
 #include "reduce/registry.h"
 
 namespace era {
@@ -16,9 +17,29 @@ void validate_request(const Request& r) {
   if (r.reduction.scope != "crop" && r.reduction.scope != "image") {
     bad("budget scope must be 'crop' or 'image', not '" + r.reduction.scope + "'");
   }
+  if (!r.use_template && (!r.history.empty() || r.system)) {
+    bad("a conversation (history or system text) needs use_template: the template lays out its turns");
+  }
   find_method(r.reduction.method);  // throws for an unknown method, listing the known ones
+  // A reduction without a budget would keep every token while calling itself "era": refuse it
+  // rather than answer as "full" under another name.
+  if (!is_unreduced_method(r.reduction.method) && r.reduction.tokens == 0 && r.reduction.keep_ratio == 0.0f) {
+    bad("method '" + r.reduction.method + "' needs a budget: tokens (--tokens K) or keep ratio (--keep-ratio R); "
+        "'full' keeps every token");
+  }
   validate_era_options(effective_era_options(r.reduction));
   validate_baseline_options(r.reduction.baselines);
 }
+
+void validate_request(const Request& r, int64_t max_context) {
+  validate_request(r);
+  if (r.max_new_tokens >= max_context) {
+    throw Error(ErrorCode::kInvalidArgument, "max_new_tokens " + std::to_string(r.max_new_tokens) +
+                                                 " is not below the model's context of " + std::to_string(max_context) +
+                                                 " tokens");
+  }
+}
+
+void validate_request(const Request& r, const ModelInfo& model) { validate_request(r, model.max_context); }
 
 }  // namespace era

@@ -15,6 +15,7 @@
 #include "pipeline/error_boundary.h"
 #include "pipeline/preparation.h"
 #include "pipeline/reduction_stage.h"
+#include "pipeline/request_validation.h"
 #include "pipeline/session_internals.h"
 #include "runtime/batch_generator.h"
 #include "runtime/generator.h"
@@ -27,11 +28,6 @@ namespace era {
 
 // An answer length the model can never give is a bad request (exit 2 in the tools), not a limit
 // to cut silently: the prompt needs at least one position of the context too.
-static void check_answer_fits(int64_t context, const Request& r) {
-  if (r.max_new_tokens >= context)
-    throw Error(ErrorCode::kInvalidArgument, "max_new_tokens " + std::to_string(r.max_new_tokens) +
-                                                 " is not below the model's context of " + std::to_string(context) + " tokens");
-}
 namespace {
 
 // Python's str.strip() on ASCII whitespace, as LLaVA's output post-processing.
@@ -126,8 +122,7 @@ PreparedInput Session::prepare(const Request& request) const try {
 
 Result Session::generate(const Request& request) try {
   const auto lock = SessionAccess::lock(*this);
-  validate_request(request);
-  check_answer_fits(impl_->max_context(), request);
+  validate_request(request, impl_->max_context());
   c10::InferenceMode inference;
   Result result;
   auto& st = result.stats;
@@ -160,8 +155,7 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
   const auto lock = SessionAccess::lock(*this);
   if (requests.empty()) return {};
   for (const Request& r : requests) {
-    validate_request(r);
-    check_answer_fits(impl_->max_context(), r);
+    validate_request(r, impl_->max_context());
   }
   const auto& m = impl_->bundle.manifest;
   const LarSettings lar = lar_settings(requests.front().reduction, m.text.num_layers);
@@ -209,8 +203,7 @@ std::vector<Result> Session::generate_batch(const std::vector<Request>& requests
 
 AttentionReport Session::attention_report(const Request& request) try {
   const auto lock = SessionAccess::lock(*this);
-  validate_request(request);
-  check_answer_fits(impl_->max_context(), request);
+  validate_request(request, impl_->max_context());
   c10::InferenceMode inference;
   const PreparedRequest prepared = prepare_request(*impl_, request);
   if (prepared.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");

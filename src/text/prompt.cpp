@@ -20,18 +20,21 @@ const TemplateEntry kTemplates[] = {
     {"chatml", TemplateStyle::kChatml, ""},
 };
 
-std::string user_turn(const PromptTemplate& tmpl, const std::string& question, int num_images) {
-  const int found = count_placeholders(question, tmpl.image_placeholder);
+// The images' placeholders over all user texts of a conversation: where none are written, one
+// "<image>\n" per image goes in front of the first user text (LLaVA puts a conversation's image
+// in its first turn); otherwise their number must match.
+std::vector<std::string> place_images(const PromptTemplate& tmpl, std::vector<std::string> users, int num_images) {
+  int found = 0;
+  for (const auto& u : users) found += count_placeholders(u, tmpl.image_placeholder);
   if (found == 0) {
     std::string prefix;
     for (int i = 0; i < num_images; ++i) prefix += tmpl.image_placeholder + "\n";
-    return prefix + question;
-  }
-  if (found != num_images) {
+    users.front() = prefix + users.front();
+  } else if (found != num_images) {
     throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(found) + " " + tmpl.image_placeholder +
                                         " placeholder(s) but " + std::to_string(num_images) + " image(s) were given");
   }
-  return question;
+  return users;
 }
 
 }  // namespace
@@ -62,21 +65,45 @@ int count_placeholders(const std::string& text, const std::string& placeholder) 
 }
 
 std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images) {
-  const std::string user = user_turn(tmpl, question, num_images);
+  return format_conversation(tmpl, {}, question, num_images);
+}
+
+std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
+                                const std::string& question, int num_images) {
+  std::vector<std::string> users;
+  for (const auto& turn : history) users.push_back(turn.user);
+  users.push_back(question);
+  users = place_images(tmpl, std::move(users), num_images);
+  const auto answer = [&](size_t i) -> const std::string& { return history[i].assistant; };
+  const size_t last = users.size() - 1;
+  std::string out;
   switch (tmpl.style) {
-    case TemplateStyle::kVicunaV1:
-      return tmpl.system + tmpl.sep + tmpl.user_role + ": " + user + tmpl.sep + tmpl.assistant_role + ":";
+    case TemplateStyle::kVicunaV1:  // separator style TWO: sep after a user turn, "</s>" after an answer
+      out = tmpl.system + tmpl.sep;
+      for (size_t i = 0; i < last; ++i) {
+        out += tmpl.user_role + ": " + users[i] + tmpl.sep + tmpl.assistant_role + ": " + answer(i) + "</s>";
+      }
+      return out + tmpl.user_role + ": " + users[last] + tmpl.sep + tmpl.assistant_role + ":";
     case TemplateStyle::kMistralInstruct: {
-      // LLaVA's LLAMA_2 style wraps a non-empty system into the first user message.
+      // LLAMA_2 style: a non-empty system is wrapped into the first user message; every exchange
+      // after the first starts with "<s>" (the leading one is stripped, BOS is added anyway).
       const std::string sys = tmpl.system.empty() ? "" : "<<SYS>>\n" + tmpl.system + "\n<</SYS>>\n\n";
-      return "[INST] " + sys + user + " [/INST]";
+      for (size_t i = 0; i <= last; ++i) {
+        out += (i == 0 ? "" : "<s>") + std::string("[INST] ") + (i == 0 ? sys : "") + users[i] + " [/INST]";
+        if (i < last) out += " " + answer(i) + " </s>";
+      }
+      return out;
     }
-    case TemplateStyle::kChatmlDirect:
-      return "<|im_start|>system\n" + tmpl.system + "<|im_end|><|im_start|>user\n" + user +
-             "<|im_end|><|im_start|>assistant\n";
+    case TemplateStyle::kChatmlDirect:  // MPT style: no newline after <|im_end|>
     case TemplateStyle::kChatml: {
-      const std::string sys = tmpl.system.empty() ? "" : "<|im_start|>system\n" + tmpl.system + "<|im_end|>\n";
-      return sys + "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+      const bool direct = tmpl.style == TemplateStyle::kChatmlDirect;
+      const std::string end = direct ? "<|im_end|>" : "<|im_end|>\n";
+      if (direct || !tmpl.system.empty()) out = "<|im_start|>system\n" + tmpl.system + end;
+      for (size_t i = 0; i <= last; ++i) {
+        out += "<|im_start|>user\n" + users[i] + end + "<|im_start|>assistant\n";
+        if (i < last) out += answer(i) + end;
+      }
+      return out;
     }
   }
   throw Error(ErrorCode::kRuntime, "unknown prompt template style");

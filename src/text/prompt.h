@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "era/era.h"
 #include "text/tokenizer.h"
 
 namespace era {
@@ -50,6 +51,20 @@ int count_placeholders(const std::string& text, const std::string& placeholder);
 // is positive, one "<image>\n" per image goes in front of it (as LLaVA's eval scripts do);
 // otherwise the question must contain exactly `num_images` placeholders.
 std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images);
+
+// A conversation: the earlier exchanges `history` (oldest first), then the new `question`, in
+// LLaVA's multi-turn layout of each style (conversation.py's get_prompt), ending where the
+// assistant's next answer starts:
+//   vicuna_v1         "{system} USER: {u1} ASSISTANT: {a1}</s>USER: {q} ASSISTANT:"
+//   mistral_instruct  "[INST] {u1} [/INST] {a1} </s><s>[INST] {q} [/INST]"
+//   chatml_direct     "...<|im_start|>user\n{u1}<|im_end|><|im_start|>assistant\n{a1}<|im_end|><|im_start|>user\n..."
+//   chatml            the same with "\n" after every <|im_end|>
+// "<s>" / "</s>" are the tokenizer's BOS / EOS pieces, which tokenize_with_images turns into
+// their ids (as HF's tokenizer does with special tokens in text). Images: the placeholders of
+// all user texts, in order, must number `num_images`; if there are none, the images go in front
+// of the first user text. Throws era::Error(kPrompt) otherwise.
+std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
+                                const std::string& question, int num_images);
 
 // A piece of text that is one token of its own and never goes through SentencePiece: the HF
 // tokenizer's added tokens (ChatML's "<|im_start|>" / "<|im_end|>" in Yi's vocabulary).

@@ -82,6 +82,23 @@ TEST(EraBenchCli, InputsForThePythonReferenceAreDumped) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/pixel_values.npy"));
 }
 
+// FastV / DART prefill every token up to layer K in C++, while the Python reference prefills only
+// the kept ones: no C++/Python ratio for those rows (it used to compare 158 with 670 tokens).
+TEST(EraBenchCli, InDecoderRowsAreNotComparedWithThePythonReference) {
+  const auto dir = test::scratch_dir("era_bench_python");
+  const auto r = bench("--methods full,era,fastv --tokens 16 --method-set fastv_layer=1 --warmup 0 --repeat 1 -n 2 "
+                       "--python-reference " + test::source_dir() + "/tools/bench_python_reference.py --python " +
+                       ERA_PYTHON_PATH + " --json " + dir + "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  EXPECT_TRUE(row_of(j, "era@16")["python"].contains("cpp_over_python")) << j.dump();
+  const auto& fastv = row_of(j, "fastv@16")["python"];
+  EXPECT_FALSE(fastv.contains("cpp_over_python")) << fastv.dump();
+  EXPECT_NE(fastv.value("not_compared", "").find("in-decoder"), std::string::npos) << fastv.dump();
+  EXPECT_NE(r.out.find("fastv@16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n/a"), std::string::npos) << r.out;
+}
+
 TEST(EraBenchCli, UnknownMethodIsOneErrorLineAndExitTwo) {
   const auto r = bench("--methods full,no-such-method --tokens 8 --warmup 0 --repeat 1 -n 1");
   EXPECT_EQ(r.exit_code, 2) << r.err;

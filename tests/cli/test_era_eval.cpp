@@ -521,5 +521,30 @@ TEST(EraEvalThenScore, PopeAnswersScoreAndRetention) {
   EXPECT_NE(table.out.find("Avg"), std::string::npos) << table.out;
 }
 
+// What era_eval writes, era_score reads: a malformed question line becomes an error record with
+// "question_id": null, which scoring skips and counts like any other error record.
+TEST(EraEvalThenScore, ErrorRecordsOfMalformedLinesAreSkippedAndCounted) {
+  Workspace ws("eval_then_score_errors");
+  const std::string q = ws.dir + "/q.jsonl";
+  write_text(q,
+             "{\"question_id\": 0, \"image\": \"sample.png\", \"text\": \"Good one?\"}\n"
+             "{\"question_id\": 1, \"image\": \"sample.png\", \"text\": \"broken\"\n"  // malformed JSON
+             "{\"question_id\": 2, \"image\": \"missing.png\", \"text\": \"Where is it?\"}\n"
+             "{\"question_id\": 3, \"image\": \"sample.jpg\", \"text\": \"Good two?\"}\n");
+  const auto answers = ws.dir + "/answers.jsonl";
+  const auto run = test::run_command(ws.eval(q, answers, "-n 4"));
+  ASSERT_EQ(run.exit_code, 3) << run.err;
+  ASSERT_TRUE(records_of(answers)[1]["question_id"].is_null());
+  json gqa = json::object();
+  for (const char* id : {"0", "1", "2", "3"}) gqa[id] = {{"answer", "yes"}, {"isBalanced", true}, {"types", json::object()}};
+  write_text(ws.dir + "/gqa.json", gqa.dump());
+  const auto score = test::run_command(test::era_score_path() + " --benchmark gqa --answers " + answers +
+                                       " --annotations " + ws.dir + "/gqa.json --json " + ws.dir + "/results.json");
+  ASSERT_EQ(score.exit_code, 0) << score.err;
+  EXPECT_NE(score.out.find("2 error record(s) skipped"), std::string::npos) << score.out;
+  const auto results = json::parse(test::read_file(ws.dir + "/results.json"));
+  EXPECT_EQ(results["benchmarks"]["gqa"]["counts"]["error_records"], 2) << results.dump();
+}
+
 }  // namespace
 }  // namespace era

@@ -89,11 +89,13 @@ TEST(EraInfer, EraWith64TokensEndToEnd) {
   for (const auto& b : red["bias"]) EXPECT_GE(b.get<double>(), 1.0 - 1e-6);
   EXPECT_FALSE(j["answer"].get<std::string>().empty() && j["tokens"].empty());
 
-  // The picture: the 336 px view at twice the size, with coloured clusters.
+  // The picture: exactly the file named (no _0 suffix), the 336 px view at twice the size with
+  // its legend (tests/report/test_reduction_viz.cpp checks what is drawn).
   const cv::Mat pic = cv::imread(dir + "/viz.png");
   ASSERT_FALSE(pic.empty());
-  EXPECT_EQ(pic.cols, 672);
-  EXPECT_EQ(pic.rows, 672);
+  EXPECT_EQ(pic.cols, 12 + 672 + 12);
+  EXPECT_EQ(pic.rows, 12 + 672 + 12 + 2 * 22 + 12);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
 TEST(EraInfer, AttentionReport) {
@@ -198,7 +200,18 @@ TEST(EraInferErrors, UnknownMethod) {
 }
 
 TEST(EraInferErrors, UnknownEraOption) {
-  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --era-set gamma=2")), "gamma");
+  expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method era --tokens 64 --era-set gamma=2")),
+                     "--era-set: ERA option gamma=2: unknown option 'gamma'");
+}
+
+// A reduction with no budget used to keep every token under the method's name.
+TEST(EraInferErrors, ReductionWithoutBudget) {
+  for (const std::string method : {"era", "divprune", "fastv"}) {
+    expect_clean_error(test::run_command(infer("--image " + sample_png() + " -p hi --method " + method)),
+                       "method '" + method + "' needs a budget");
+  }
+  const auto full = test::run_command(infer("--image " + sample_png() + " -p hi -n 1 --method full"));
+  EXPECT_EQ(full.exit_code, 0) << full.err;
 }
 
 // No machine CI runs on has a GPU: --device cuda is refused before anything loads, with the

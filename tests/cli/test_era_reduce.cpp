@@ -113,7 +113,8 @@ TEST(EraReduceCli, BadInputsGiveOneErrorLine) {
   write_npy(nan.features, torch::full({24, 6}, NAN));
   expect_clean_error(reduce(nan, "--tokens 3"), "NaN");
   expect_clean_error(reduce(in, "--tokens 3 --method era:lar"), "era:lar");
-  expect_clean_error(reduce(in, "--tokens 3 --set gamma=1"), "gamma");
+  expect_clean_error(reduce(in, "--tokens 3 --set gamma=1"), "--era-set: ERA option gamma=1: unknown option 'gamma'");
+  expect_clean_error(reduce(in, "--tokens 3 --era-set alpha=x"), "--era-set: ERA option alpha=x");
   expect_clean_error(reduce(in, "--tokens 3 --config " + in.dir + "/none.json"), "none.json");
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "era/version.h"
 #include "test_support.h"
 
 namespace era {
@@ -30,6 +31,16 @@ TEST(ExitCodes, HelpIsZeroAndAnUnknownFlagIsTwoWithOneLine) {
     const auto bad = test::run_command(t.path + " --no-such-flag 1");
     EXPECT_EQ(bad.exit_code, 2) << t.name;
     expect_one_error_line(bad, t.name, "(see --help)");  // CLI11 may name a missing required flag first
+  }
+}
+
+// Every tool says which era and which LibTorch it is, and exits 0 without loading anything.
+TEST(ExitCodes, VersionIsZeroAndNamesTheBuild) {
+  for (const auto& t : tools()) {
+    const auto r = test::run_command(t.path + " --version");
+    EXPECT_EQ(r.exit_code, 0) << t.name << ": " << r.err;
+    EXPECT_EQ(r.out.rfind(t.name + " " + ERA_VERSION_STRING + " (LibTorch ", 0), 0u) << t.name << ": " << r.out;
+    EXPECT_NE(r.out.find(" build)"), std::string::npos) << r.out;
   }
 }
 

@@ -1,6 +1,8 @@
 // The public API: one loaded session answering several requests, streaming and cancelling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "era/era.h"
 #include "era/debug.h"
 #include "test_support.h"
@@ -81,6 +83,35 @@ TEST(Session, ZeroNewTokensAndTextOnlyRequests) {
   const auto r = session().generate(text_only);
   EXPECT_EQ(r.stats.visual_tokens, 0);
   EXPECT_EQ(r.tokens.size(), 3u);
+}
+
+// A conversation: the earlier turns are in the prompt the model sees (their </s> as the EOS id),
+// the image stays with the turn it came in, a system text replaces the template's, and the
+// answer equals the one for the same prompt written out by hand without the template.
+TEST(Session, ConversationHistoryAndSystemReachTheModel) {
+  Request chat = sample_request(8);
+  chat.history = {{"What is shown in this image?", "A square."}};
+  chat.prompt = "Which colour is it?";
+  chat.system = "Be brief.";
+  const PreparedInput in = session().prepare(chat);
+  const std::string expected = "Be brief. USER: <image>\nWhat is shown in this image? ASSISTANT: A square.</s>"
+                               "USER: Which colour is it? ASSISTANT:";
+  EXPECT_EQ(in.prompt, expected);
+  EXPECT_EQ(std::count(in.token_ids.begin(), in.token_ids.end(), int64_t{2}), 1) << "the finished turn ends with one EOS id";
+  Request raw = sample_request(8);
+  raw.use_template = false;
+  raw.prompt = expected;
+  EXPECT_EQ(session().prepare(raw).token_ids, in.token_ids);
+  EXPECT_EQ(session().generate(chat).tokens, session().generate(raw).tokens);
+
+  raw.history = chat.history;  // a conversation needs the template to lay it out
+  try {
+    session().generate(raw);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("needs use_template"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Session, InfoDescribesTheBundle) {

@@ -37,6 +37,25 @@ TEST(Comparison, TokenColumnIsTheMeanRealCountOverAllAnswers) {
   EXPECT_EQ(t.retention.rows[1].used, 1u);
 }
 
+// A benchmark the full model scored 0 on (a broken run) has no ratio: it is shown and left out of
+// Avg. (%) with a note, and the rest of the table stands (it used to abort the whole table).
+TEST(Comparison, AZeroReferenceScoreIsLeftOutOfTheAverageNotFatal) {
+  const MethodScores full = run("full", 0, {{"gqa", 60}, {"pope", 0}});
+  const MethodScores a = run("a", 16, {{"gqa", 30}, {"pope", 40}});
+  const ComparisonTable t = compare_runs(full, {a});
+  EXPECT_EQ(t.retention.zero_reference, (std::vector<std::string>{"pope"}));
+  EXPECT_DOUBLE_EQ(*t.retention.rows[0].average, 50.0);  // GQA alone: 30 / 60
+  EXPECT_EQ(t.retention.rows[0].used, 1u);
+  EXPECT_FALSE(t.retention.rows[0].relative[1].has_value());
+  const std::string md = comparison_markdown(t);
+  EXPECT_NE(md.find("50.0%"), std::string::npos) << md;
+  EXPECT_EQ(md.find("50.0%*"), std::string::npos) << "not a partial run: " << md;
+  EXPECT_NE(md.find("Left out of Avg. (%): pope"), std::string::npos) << md;
+  EXPECT_NE(comparison_json(t).find("\"left_out_of_avg\""), std::string::npos);
+  // With every reference score 0 there is no table to make.
+  test::expect_invalid_argument([&] { compare_runs(run("full", 0, {{"gqa", 0}}), {a}); }, "every benchmark score is 0");
+}
+
 TEST(Comparison, GroupsByBudgetLargestFirstKeepingTheGivenOrder) {
   const MethodScores full = run("full", 0, {{"gqa", 50}}, {{"gqa", {576, 1}}});
   const ComparisonTable t = compare_runs(full, {run("x", 64, {{"gqa", 40}}), run("y", 128, {{"gqa", 45}}),

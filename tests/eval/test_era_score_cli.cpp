@@ -223,6 +223,15 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   EXPECT_EQ(test::read_file(dir + "/notes.json"), "[1, 2, 3]");
   expect_clean_error(score(gqa + "--answers " + dir + "/gqa.jsonl --upload " + dir + "/u.json"), "only for vqav2");
   expect_clean_error(score("--benchmark mme --answers " + dir + "/gqa.jsonl --annotations " + dir + "/nowhere"), "not a folder");
+  // A results file is one model's: another model's answers are refused, the file left as it was.
+  ASSERT_EQ(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/one_model.json").exit_code, 0);
+  std::string other = test::read_file(dir + "/gqa.jsonl");
+  for (size_t at = other.find("tiny-test"); at != std::string::npos; at = other.find("tiny-test", at)) other.replace(at, 9, "other-llava");
+  write_file(dir + "/other_model.jsonl", other);
+  const std::string before = test::read_file(dir + "/one_model.json");
+  expect_clean_error(score(gqa + "--answers " + dir + "/other_model.jsonl --name gqa_other --json " + dir + "/one_model.json"),
+                     "holds gqa scores of model 'tiny-test', these answers are from model 'other-llava'");
+  EXPECT_EQ(test::read_file(dir + "/one_model.json"), before);
   const auto help = score("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("retention"), std::string::npos);

@@ -12,6 +12,9 @@ if ! command -v xvfb-run > /dev/null; then
 fi
 rm -rf "$scratch"
 mkdir -p "$scratch"
+# --help needs no window: usage on stdout, exit 0.
+"$app" --help > "$scratch/help.out" || { echo "FAIL: era_desktop --help exited $?"; exit 1; }
+grep -q "^usage: era_desktop --model BUNDLE --image FILE" "$scratch/help.out" || { echo "FAIL: --help"; cat "$scratch/help.out"; exit 1; }
 export ERA_APP=$app ERA_BUNDLE=$bundle ERA_IMAGE=$image ERA_SCRATCH=$scratch
 
 xvfb-run -a -s "-screen 0 1280x800x24" bash -c '

@@ -111,6 +111,22 @@ class Fixture:
         self.manifest["errors"].append({"name": name, "file": rel, "what": what})
 
 
+def gif_with_offset_frame(data, screen, offset):
+    """The GIF `data` with a larger logical screen and its first frame moved to `offset` (Pillow
+    always writes frame 0 at 0,0 filling the screen)."""
+    out = bytearray(data)
+    out[6:10] = struct.pack("<HH", *screen)
+    pos = 13 + (3 * (2 << (out[10] & 7)) if out[10] & 0x80 else 0)
+    while out[pos] == 0x21:  # skip extensions to the image descriptor
+        pos += 2
+        while out[pos]:
+            pos += out[pos] + 1
+        pos += 1
+    assert out[pos] == 0x2C, "no image descriptor"
+    out[pos + 1:pos + 5] = struct.pack("<HH", *offset)
+    return bytes(out)
+
+
 def png_chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
@@ -219,6 +235,26 @@ def main():
     fx.decode_case("ppm_rgb_64x48", Image.fromarray(synth(64, 48, 3, seed=75)), "ppm")
     fx.decode_case("gif_120x90", Image.fromarray(synth(120, 90, 3, seed=76)).convert(
         "P", palette=Image.ADAPTIVE, colors=32), "gif")
+    # GIF in the shapes real files come in (era decodes them with giflib; Pillow is the reference):
+    # interlaced or not, a transparent index, animated (the first frame counts), a 2-colour table,
+    # and a first frame smaller than the screen at an offset (the rest takes index 0's colour, or
+    # the transparent index's).
+    gif_p = Image.fromarray(synth(73, 41, 3, seed=77)).convert("P", palette=Image.ADAPTIVE, colors=64)
+    fx.decode_case("gif_interlaced_73x41", gif_p, "gif", interlace=True)
+    fx.decode_case("gif_progressive_off_73x41", gif_p, "gif", interlace=False)
+    fx.decode_case("gif_transparent_73x41", gif_p, "gif", transparency=5)
+    fx.decode_case("gif_two_colours_50x30", Image.fromarray(synth(50, 30, 3, seed=78)).convert("1").convert("P"), "gif")
+    frame2 = Image.fromarray(synth(73, 41, 3, seed=79)).convert("P", palette=Image.ADAPTIVE, colors=64)
+    rel = fx.rel("files", "gif_animated_73x41.gif")
+    gif_p.save(fx.path(rel), save_all=True, append_images=[frame2], duration=100, loop=0)
+    fx.add_decode("gif_animated_73x41", rel)
+    for name, extra in (("gif_offset_frame", {}), ("gif_offset_frame_transparent", {"transparency": 7})):
+        buf = io.BytesIO()
+        gif_p.save(buf, "GIF", **extra)
+        rel = fx.rel("files", name + ".gif")
+        with open(fx.path(rel), "wb") as f:
+            f.write(gif_with_offset_frame(buf.getvalue(), screen=(90, 60), offset=(11, 7)))
+        fx.add_decode(name, rel)
 
     # --- resize-only cases: C++ resize of Pillow-decoded pixels vs Pillow's resize ---
     for src, dst in [((640, 480), (336, 336)), ((480, 640), (336, 336)), ((1000, 333), (336, 112)),
@@ -296,6 +332,11 @@ def main():
     with open(fx.path("bad/not_an_image.jpg"), "w") as f:
         f.write("This is a text file, not a JPEG.\n" * 20)
     fx.error_case("text_named_jpg", "bad/not_an_image.jpg", "not a supported image")
+    buf = io.BytesIO()
+    gif_p.save(buf, "GIF")
+    with open(fx.path("bad/truncated.gif"), "wb") as f:
+        f.write(buf.getvalue()[: len(buf.getvalue()) // 2])
+    fx.error_case("truncated_gif", "bad/truncated.gif", "GIF")
     with open(fx.path("bad/garbage_after_signature.png"), "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     fx.error_case("garbage_png", "bad/garbage_after_signature.png", "corrupt PNG")

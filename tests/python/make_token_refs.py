@@ -56,6 +56,25 @@ def main():
         full = pr.vicuna_v1_prompt(q)
         cases.append({"kind": "question", "question": q, "num_images": 1, "prompt": full,
                       "ids": pr.tokenizer_image_token(sp, full, IMAGE_TOKEN_ID)})
+    # Conversations: two finished exchanges (an image in the first) and a new question, in every
+    # style; ids only where the tiny tokenizer has the style's markers as text (not ChatML).
+    conversations = []
+    history = [("<image>\nWhat is in the picture?", "A red square."), ("And the border?", "It is blue.")]
+    question = "What colour would they make together?"
+    systems = {"vicuna_v1": pr.VICUNA_V1_SYSTEM, "mistral_instruct": "", "chatml_direct": "Answer the questions.",
+               "chatml": ""}
+    for style, (user, assistant) in pr.CONVERSATION_ROLES.items():
+        messages = []
+        for u, a in history:
+            messages += [(user, u), (assistant, a)]
+        messages += [(user, question), (assistant, None)]
+        prompt = pr.llava_conversation_prompt(style, systems[style], messages)
+        case = {"style": style, "history": [list(t) for t in history], "question": question, "num_images": 1,
+                "prompt": prompt}
+        if not style.startswith("chatml"):
+            case["ids"] = pr.tokenizer_image_token_with_specials(
+                sp, prompt, IMAGE_TOKEN_ID, {"</s>": sp.eos_id(), "<s>": sp.bos_id()})
+        conversations.append(case)
     decodes = []
     for p in RAW_PROMPTS + QUESTIONS:
         ids = sp.encode(p.replace("<image>", ""))
@@ -66,7 +85,8 @@ def main():
 
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"image_token_id": IMAGE_TOKEN_ID, "bos_id": sp.bos_id(), "eos_id": sp.eos_id(),
-                   "system": pr.VICUNA_V1_SYSTEM, "cases": cases, "decodes": decodes}, f, ensure_ascii=False, indent=1)
+                   "system": pr.VICUNA_V1_SYSTEM, "cases": cases, "decodes": decodes,
+                   "conversations": conversations}, f, ensure_ascii=False, indent=1)
     print(f"wrote {len(cases)} encode cases and {len(decodes)} decode cases to {args.out}")
 
 

@@ -665,6 +665,17 @@ class ExporterCliTest(unittest.TestCase):
             json.dump(cfg, f)
         self.assert_rejected(ck, ["config.json", "not a LLaVA"])
 
+    def test_original_llava_checkpoint_names_the_conversion(self):
+        # liuhaotian/llava-v1.5-7b's config: model_type llava_llama, LlavaLlamaForCausalLM.
+        for extra, script in (({}, "convert_llava_weights_to_hf.py"),
+                              ({"image_grid_pinpoints": [[336, 672]]}, "convert_llava_next_weights_to_hf.py")):
+            ck = copy_checkpoint(os.path.join(self.tmp, "orig" + str(len(extra))))
+            cfg = {"model_type": "llava_llama", "architectures": ["LlavaLlamaForCausalLM"],
+                   "mm_vision_tower": "openai/clip-vit-large-patch14-336", **extra}
+            with open(os.path.join(ck, "config.json"), "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            self.assert_rejected(ck, ["config.json", "original LLaVA checkpoint", script, "llava-hf"])
+
     def test_rejects_missing_tensor(self):
         ck = copy_checkpoint(os.path.join(self.tmp, "ck"))
         path = os.path.join(ck, "model.safetensors")

@@ -276,12 +276,28 @@ def _int(cfg, key, where):
     return v
 
 
+# model_type of haotian-liu/LLaVA's checkpoints (liuhaotian/llava-v1.5-7b, llava-v1.6-*): refused
+# with the conversion to use.
+ORIGINAL_LLAVA_TYPES = ("llava_llama", "llava_mistral", "llava_mpt", "llava_qwen")
+
+
 def load_config(folder):
     path = os.path.join(folder, "config.json")
     raw = _read_json(path, "config.json")
     model_type = raw.get("model_type")
     archs = raw.get("architectures") or []
     arch, hf_class = ARCH_OF_MODEL_TYPE.get(model_type, (None, None))
+    if model_type in ORIGINAL_LLAVA_TYPES:
+        # haotian-liu/LLaVA's own layout (LlavaLlamaForCausalLM, mm_projector.*, an mm_vision_tower
+        # name instead of a vision_config): transformers' conversion scripts turn it into the
+        # llava-hf layout this exporter reads.
+        script = ("convert_llava_next_weights_to_hf.py" if "image_grid_pinpoints" in raw
+                  else "convert_llava_weights_to_hf.py")
+        raise CheckpointError(
+            f"{path}: model_type {model_type!r} is an original LLaVA checkpoint (haotian-liu/LLaVA layout), "
+            f"not the llava-hf layout era exports. Convert it first with transformers' {script} "
+            f"(transformers/models/{'llava_next' if 'next' in script else 'llava'}/{script}), or use the "
+            f"llava-hf copy of the model (e.g. llava-hf/llava-1.5-7b-hf, llava-hf/llava-v1.6-vicuna-7b-hf)")
     if arch is None or (archs and hf_class not in archs):
         raise CheckpointError(
             f"{path}: not a LLaVA-1.5 or LLaVA-NeXT checkpoint (model_type={model_type!r}, "

@@ -59,11 +59,8 @@ AnswerFile parse_answers(const std::string& text, const std::string& name) {
       fail(where + ": not valid JSON");
     }
     if (!j.is_object()) fail(where + ": expected a JSON object");
-    if (!j.contains("question_id")) fail(where + ": no question_id");
     Answer a;
     a.line = number;
-    a.question_id = detail::id_string(j["question_id"], where + ": question_id");
-    a.question_id_is_number = j["question_id"].is_number();
     if (j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("error") &&
         is_set(j["metadata"]["error"])) {
       a.is_error = true;
@@ -71,6 +68,15 @@ AnswerFile parse_answers(const std::string& text, const std::string& name) {
     } else if (j.contains("error") && is_set(j["error"])) {
       a.is_error = true;
       a.error = error_message(j["error"]);
+    }
+    // An error record is skipped and counted whatever its id: era_eval writes "question_id": null
+    // for a question line it could not read.
+    const bool has_id = j.contains("question_id") && !(a.is_error && j["question_id"].is_null());
+    if (has_id) {
+      a.question_id = detail::id_string(j["question_id"], where + ": question_id");
+      a.question_id_is_number = j["question_id"].is_number();
+    } else if (!a.is_error) {
+      fail(where + ": no question_id");
     }
     auto get_string = [&](const char* key, std::string& out) {
       if (!j.contains(key) || j[key].is_null()) return false;

@@ -97,7 +97,7 @@ ordered_json row_json(const RetentionRow& row, const std::vector<std::string>& b
   for (size_t i = 0; i < benchmarks.size(); ++i) {
     if (!row.scores[i]) continue;
     r["scores"][benchmarks[i]] = *row.scores[i];
-    r["relative"][benchmarks[i]] = *row.relative[i];
+    if (row.relative[i]) r["relative"][benchmarks[i]] = *row.relative[i];
   }
   r["avg"] = row.average ? ordered_json(*row.average) : ordered_json(nullptr);
   r["benchmarks_used"] = row.used;
@@ -184,7 +184,7 @@ std::string comparison_markdown(const ComparisonTable& t) {
       const RetentionRow& row = rt.rows[i];
       std::vector<std::string> line = {row.method};
       for (const auto& s : row.scores) line.push_back(s ? fixed(*s, 1) : "-");
-      const bool part = row.used < rt.benchmarks.size();
+      const bool part = row.used < rt.usable();
       partial = partial || part;
       line.push_back(row.average ? fixed(*row.average, 1) + "%" + (part ? "*" : "") : "-");
       line.push_back(visual_cell(t.visual_tokens[i]));
@@ -197,6 +197,7 @@ std::string comparison_markdown(const ComparisonTable& t) {
          "in each heading is the nominal one.";
   out += std::string(" MME enters as ") + (rt.mme == MmeTotal::kPerception ? "Perception" : "Perception + Cognition") + ".\n";
   if (partial) out += "\n\\* averaged over the benchmarks the run has (\"-\" = missing).\n";
+  if (!rt.zero_reference.empty()) out += "\n" + zero_reference_note(rt);
   return out;
 }
 
@@ -205,14 +206,15 @@ std::string comparison_json(const ComparisonTable& t) {
   ordered_json j;
   j["benchmarks"] = rt.benchmarks;
   j["mme_total"] = rt.mme == MmeTotal::kPerception ? "perception" : "perception+cognition";
+  j["left_out_of_avg"] = rt.zero_reference;
   RetentionRow ref;
   ref.method = rt.reference_name;
   for (const double s : rt.reference) {
     ref.scores.emplace_back(s);
-    ref.relative.emplace_back(100.0);
+    ref.relative.emplace_back(s == 0 ? std::nullopt : std::optional<double>(100.0));
   }
   ref.average = 100.0;
-  ref.used = rt.benchmarks.size();
+  ref.used = rt.usable();
   j["groups"] = ordered_json::array();
   for (const auto& g : t.groups) {
     ordered_json group = {{"title", g.title}};

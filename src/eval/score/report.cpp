@@ -271,6 +271,18 @@ void write_results(const std::string& path, const std::string& key, const std::s
                                                    ", these answers are from " + reduction.dump() +
                                                    ": use one results file per (method, budget)");
   }
+  // One results file is one model's run: the retention and comparison tables divide its scores by
+  // a reference model's, so a score of another model slipped in would be compared as this one's.
+  if (j.contains("benchmarks") && !model_id.empty()) {
+    for (const auto& [other, entry] : j["benchmarks"].items()) {
+      if (other == key || !entry.is_object() || !entry.contains("model_id") || !entry["model_id"].is_string()) continue;
+      const std::string theirs = entry["model_id"].get<std::string>();
+      if (!theirs.empty() && theirs != model_id)
+        throw Error(ErrorCode::kInvalidArgument, "--json " + path + " holds " + other + " scores of model '" + theirs +
+                                                     "', these answers are from model '" + model_id +
+                                                     "': use one results file per model and run (not overwritten)");
+    }
+  }
   j["format"] = "era_score results v1";
   if (!method.empty()) j["method"] = method;
   else if (!j.contains("method")) j["method"] = run.method.empty() ? model_id : run.method;

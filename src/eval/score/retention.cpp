@@ -106,9 +106,10 @@ RetentionTable retention(const MethodScores& reference, const std::vector<Method
   for (const auto& b : t.benchmarks) {
     const auto it = reference.scores.find(b);
     if (it == reference.scores.end()) fail("reference " + reference.name + " has no score for benchmark " + b);
-    if (it->second == 0) fail("reference " + reference.name + ": the score for " + b + " is 0 (cannot divide by it)");
+    if (it->second == 0) t.zero_reference.push_back(b);
     t.reference.push_back(it->second);
   }
+  if (t.usable() == 0) fail("reference " + reference.name + ": every benchmark score is 0 (no ratio can be formed)");
   for (const auto& m : methods) {
     RetentionRow row;
     row.method = m.name;
@@ -121,6 +122,10 @@ RetentionTable retention(const MethodScores& reference, const std::vector<Method
         continue;
       }
       row.scores.push_back(it->second);
+      if (t.reference[i] == 0) {  // shown, not compared
+        row.relative.push_back(std::nullopt);
+        continue;
+      }
       row.relative.push_back(100.0 * it->second / t.reference[i]);
       have.push_back(it->second);
       full.push_back(t.reference[i]);
@@ -130,6 +135,14 @@ RetentionTable retention(const MethodScores& reference, const std::vector<Method
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+std::string zero_reference_note(const RetentionTable& t) {
+  if (t.zero_reference.empty()) return "";
+  std::string names;
+  for (const auto& b : t.zero_reference) names += (names.empty() ? "" : ", ") + b;
+  return "Left out of Avg. (%): " + names + " (the reference " + t.reference_name +
+         " scored 0 there, so no ratio exists; check that run).\n";
 }
 
 std::string format_retention(const RetentionTable& t) {
@@ -149,7 +162,7 @@ std::string format_retention(const RetentionTable& t) {
       line.push_back(row.scores[i] ? fixed(*row.scores[i], 2) : "-");
       rel.push_back(row.relative[i] ? fixed(*row.relative[i], 2) + "%" : "-");
     }
-    const bool part = row.used < t.benchmarks.size();
+    const bool part = row.used < t.usable();
     partial = partial || part;
     line.push_back(row.average ? fixed(*row.average, 2) + (part ? "*" : "") : "-");
     rel.push_back("");
@@ -171,6 +184,7 @@ std::string format_retention(const RetentionTable& t) {
          "per-benchmark retention.\n";
   out << "MME enters as " << (t.mme == MmeTotal::kPerception ? "Perception" : "Perception + Cognition") << ".\n";
   if (partial) out << "* averaged over the benchmarks the method has (\"-\" = missing).\n";
+  out << zero_reference_note(t);
   return out.str();
 }
 
@@ -186,12 +200,13 @@ std::string retention_json(const RetentionTable& t) {
     for (size_t i = 0; i < t.benchmarks.size(); ++i) {
       if (!row.scores[i]) continue;
       r["scores"][t.benchmarks[i]] = *row.scores[i];
-      r["relative"][t.benchmarks[i]] = *row.relative[i];
+      if (row.relative[i]) r["relative"][t.benchmarks[i]] = *row.relative[i];
     }
     r["avg"] = row.average ? json(*row.average) : json(nullptr);
     r["benchmarks_used"] = row.used;
     j["methods"].push_back(r);
   }
+  j["left_out_of_avg"] = t.zero_reference;
   return j.dump(2);
 }
 

@@ -63,15 +63,22 @@ struct RetentionTable {
   std::vector<double> reference;
   std::vector<RetentionRow> rows;
   MmeTotal mme = MmeTotal::kPerception;
+  // Benchmarks the reference scored 0 on: no ratio exists, so they are shown but left out of
+  // every Avg. (%) (a broken run of one benchmark must not hide the whole table).
+  std::vector<std::string> zero_reference;
+  size_t usable() const { return benchmarks.size() - zero_reference.size(); }
 };
 
 // `benchmarks` empty: every benchmark of the reference, in the papers' column order (vqav2, gqa,
 // sqa, textvqa, pope, mme, mmbench, mmbench_cn, mmvet, then the rest by name). Every listed
-// benchmark must be in the reference, with a non-zero score.
+// benchmark must be in the reference; one it scored 0 on is listed in zero_reference (at least one
+// must be non-zero).
 RetentionTable retention(const MethodScores& reference, const std::vector<MethodScores>& methods,
                          const std::vector<std::string>& benchmarks = {}, MmeTotal mme = MmeTotal::kPerception);
 
 std::string format_retention(const RetentionTable& table);
+// The table's footnote for zero_reference ("" when there is none).
+std::string zero_reference_note(const RetentionTable& table);
 std::string retention_json(const RetentionTable& table);
 
 }  // namespace era::score

@@ -27,3 +27,71 @@ def tokenizer_image_token(sp, prompt, image_token_id, bos_id=1):
 
 def load_sp(path):
     return spm.SentencePieceProcessor(model_file=str(path))
+
+
+# ---- multi-turn conversations: LLaVA's conversation.py get_prompt, per separator style ----------
+# (role, message) pairs with message None for the turn the model answers next. Written from LLaVA's
+# algorithm (roles, seps, lstrip) rather than from era's C++ layout, so the two can disagree.
+def llava_conversation_prompt(style, system, messages):
+    if style == "vicuna_v1":  # SeparatorStyle.TWO, roles USER / ASSISTANT, sep " ", sep2 "</s>"
+        seps = [" ", "</s>"]
+        ret = system + seps[0]
+        for i, (role, message) in enumerate(messages):
+            ret += (role + ": " + message + seps[i % 2]) if message else (role + ":")
+        return ret
+    if style == "mistral_instruct":  # SeparatorStyle.LLAMA_2, sep "<s>", sep2 "</s>"
+        def wrap_sys(msg):
+            return f"<<SYS>>\n{msg}\n<</SYS>>\n\n" if len(msg) > 0 else msg
+
+        ret = ""
+        for i, (role, message) in enumerate(messages):
+            if message:
+                if i == 0:
+                    message = wrap_sys(system) + message
+                if i % 2 == 0:
+                    ret += "<s>" + f"[INST] {message} [/INST]"
+                else:
+                    ret += " " + message + " " + "</s>"
+        return ret.lstrip("<s>")
+    if style == "chatml_direct":  # SeparatorStyle.MPT, sep "<|im_end|>"
+        ret = "<|im_start|>system\n" + system + "<|im_end|>"
+        for role, message in messages:
+            ret += (role + message + "<|im_end|>") if message else role
+        return ret
+    if style == "chatml":  # the llava-hf 34b chat template with add_generation_prompt
+        ret = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
+        for role, message in messages:
+            if message:
+                ret += role + message + "<|im_end|>\n"
+        return ret + "<|im_start|>assistant\n"
+    raise ValueError(style)
+
+
+CONVERSATION_ROLES = {"vicuna_v1": ("USER", "ASSISTANT"), "mistral_instruct": ("user", "assistant"),
+                      "chatml_direct": ("<|im_start|>user\n", "<|im_start|>assistant\n"),
+                      "chatml": ("<|im_start|>user\n", "<|im_start|>assistant\n")}
+
+
+def tokenizer_image_token_with_specials(sp, prompt, image_token_id, specials):
+    """tokenizer_image_token where `specials` ({text: id}, e.g. "</s>" -> EOS) are single ids, as
+    HF's slow LLaMA tokenizer splits special tokens out of the text before SentencePiece."""
+    out = [sp.bos_id()]
+    pieces = [prompt]
+    for text in specials:  # split on each special in turn, keeping it as its own element
+        split = []
+        for p in pieces:
+            if isinstance(p, int):
+                split.append(p)
+                continue
+            parts = p.split(text)
+            for k, part in enumerate(parts):
+                if k:
+                    split.append(specials[text])
+                split.append(part)
+        pieces = split
+    for p in pieces:
+        if isinstance(p, int):
+            out.append(p)
+        elif p:
+            out.extend(tokenizer_image_token(sp, p, image_token_id, sp.bos_id())[1:])
+    return out
