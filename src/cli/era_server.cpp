@@ -70,7 +70,9 @@ int run(const Flags& f) {
   era::server::ImageSourcePolicy images(f.allow_dirs);
   era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
   era::server::RequestQueue queue(f.queue);
-  era::server::ServerContext context{session, defaults, images, queue, session.info().name, f.timeout_s};
+  const era::ModelInfo info = session.info();
+  era::validate_request(defaults, info);  // -n below the model's context
+  era::server::ServerContext context{session, defaults, images, queue, info.name, info, f.timeout_s};
 
   httplib::Server server;
   const int threads = f.http_threads;

@@ -222,11 +222,13 @@ json parse_json_body(const std::string& body) {
   }
 }
 
-ChatRequest parse_chat_request(const std::string& body, const Request& defaults, const ImageSourcePolicy& images) {
-  return parse_chat_request(parse_json_body(body), defaults, images);
+ChatRequest parse_chat_request(const std::string& body, const Request& defaults, const ImageSourcePolicy& images,
+                               const ModelInfo* model) {
+  return parse_chat_request(parse_json_body(body), defaults, images, model);
 }
 
-ChatRequest parse_chat_request(const json& body, const Request& defaults, const ImageSourcePolicy& images) {
+ChatRequest parse_chat_request(const json& body, const Request& defaults, const ImageSourcePolicy& images,
+                               const ModelInfo* model) {
   if (!body.is_object()) throw ApiError(400, std::string("the request body must be a JSON object, got ") + type_name(body));
   ChatRequest out;
   Request& r = out.request;
@@ -260,7 +262,8 @@ ChatRequest parse_chat_request(const json& body, const Request& defaults, const 
   if (!body.contains("messages")) bad("messages", "is required");
   apply_messages(body["messages"], r, images);
   try {
-    validate_request(r);
+    if (model) validate_request(r, *model);
+    else validate_request(r);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "era");
   }

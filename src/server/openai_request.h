@@ -27,12 +27,15 @@ struct ChatRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk carrying usage
 };
 
-// `defaults`: the server's flags (max tokens, sampling, reduction) that fields override.
-// Throws ApiError (400, or 403 for a refused image source).
-ChatRequest parse_chat_request(const nlohmann::json& body, const Request& defaults, const ImageSourcePolicy& images);
+// `defaults`: the server's flags (max tokens, sampling, reduction) that fields override; `model`:
+// the loaded model, for the checks that depend on it (max_tokens below its context); null: the
+// model-independent checks only. Throws ApiError (400, or 403 for a refused image source).
+ChatRequest parse_chat_request(const nlohmann::json& body, const Request& defaults, const ImageSourcePolicy& images,
+                               const ModelInfo* model = nullptr);
 
 // The body as received: ApiError(400) if it is not JSON (or nests deeper than kMaxJsonDepth).
-ChatRequest parse_chat_request(const std::string& body, const Request& defaults, const ImageSourcePolicy& images);
+ChatRequest parse_chat_request(const std::string& body, const Request& defaults, const ImageSourcePolicy& images,
+                               const ModelInfo* model = nullptr);
 
 nlohmann::json parse_json_body(const std::string& body);
 inline constexpr int kMaxJsonDepth = 64;

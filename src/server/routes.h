@@ -19,6 +19,7 @@ struct ServerContext {
   ImageSourcePolicy images;
   RequestQueue& queue;
   std::string model_name;   // the bundle's (Session::info().name)
+  ModelInfo model;          // Session::info(), for the checks that depend on the model
   int timeout_s = 600;      // per request, from arrival to the last token
 };
 

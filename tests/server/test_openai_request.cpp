@@ -160,6 +160,20 @@ TEST(OpenAiRequest, BadFieldsAreRefusedNamingTheField) {
   expect_refused({{"messages", {ok_user, {{"role", "system"}, {"content", "s"}}}}}, 400, "messages[1].role");
 }
 
+TEST(OpenAiRequest, ModelDependentChecksUseTheLoadedModel) {
+  ModelInfo model;
+  model.max_context = 100;
+  const json body = {{"messages", {user("q")}}, {"max_tokens", 100}};
+  EXPECT_EQ(parse(body).request.max_new_tokens, 100);  // no model: only the fixed bounds
+  try {
+    parse_chat_request(body, Request{}, ImageSourcePolicy(), &model);
+    FAIL() << "max_tokens at the context accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpenAiRequest, ImageSourcesAreCheckedNamingTheField) {
   const auto with_url = [](const std::string& url) {
     return json{{"messages",

@@ -189,10 +189,32 @@ class ServerEndToEnd(unittest.TestCase):
                 usage = chunk.usage
         self.assertEqual("".join(pieces), self.reference["answer"])
         self.assertEqual(usage.completion_tokens, len(self.reference["tokens"]))
+        # The era extension through the client's extra_body.
+        reduced = client.chat.completions.create(model="tiny", messages=messages, max_tokens=MAX_TOKENS,
+                                                 extra_body={"era": {"method": "era", "tokens": 64}})
+        self.assertEqual(reduced.model_extra["era"]["visual_tokens"], 64)
         # A refused request surfaces as the client's BadRequestError carrying the server's message.
         with self.assertRaises(openai.BadRequestError) as caught:
             client.chat.completions.create(model="tiny", messages=messages, max_tokens=MAX_TOKENS, n=2)
         self.assertIn("n: only n = 1", str(caught.exception))
+
+    def test_conversation_with_system_and_history(self):
+        first = chat_body(self.url)["messages"][0]
+        body = {"max_tokens": MAX_TOKENS,
+                "messages": [{"role": "system", "content": "You describe pictures."}, first,
+                             {"role": "assistant", "content": self.reference["answer"]},
+                             {"role": "user", "content": "And the colours?"}]}
+        status, got = self.server.json("POST", "/v1/chat/completions", body)
+        self.assertEqual(status, 200, got)
+        self.assertGreater(got["usage"]["prompt_tokens"], self.reference["stats"]["prompt_tokens"])
+        self.assertEqual(got["era"]["visual_tokens"], self.reference["stats"]["visual_tokens"])
+        # A history that does not alternate is refused naming the message.
+        body["messages"].insert(2, {"role": "user", "content": "again"})
+        status, got = self.server.json("POST", "/v1/chat/completions", body)
+        self.expect_error(400, status, got, param="messages[2].role")
+        # max_tokens at the model's context: refused before queueing.
+        status, got = self.server.json("POST", "/v1/chat/completions", chat_body(self.url, max_tokens=1 << 20))
+        self.expect_error(400, status, got, needle="context")
 
     def test_local_files(self):
         status, got = self.server.json("POST", "/v1/chat/completions", chat_body("file://" + self.allowed_image))
