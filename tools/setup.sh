@@ -35,9 +35,12 @@ esac
 # xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
 # (xvfb-run) and takes a real screenshot of its window (import / xwd); fonts-dejavu-core: the
 # Unicode font its window draws answers with (libgif-dev: GIF input).
+# libcpp-httplib-dev, libssl-dev: era_server's HTTP layer and its base64 (data: URLs);
+# curl and python3-venv: its end-to-end test (curl, and the openai client in .venv-client).
 PACKAGES=(build-essential cmake pkg-config
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
           libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev
+          libcpp-httplib-dev libssl-dev curl python3-venv
           xvfb xauth imagemagick x11-apps fonts-dejavu-core)
 # Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
 # libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
@@ -58,6 +61,18 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The official openai Python client for server.e2e (both routes): its own small venv, remade when
+# the pin in tools/requirements-client.txt changes.
+CLIENT_VENV=.venv-client
+CLIENT_REQ=tools/requirements-client.txt
+if ! cmp -s "$CLIENT_REQ" "$CLIENT_VENV/era-requirements.txt"; then
+  echo "era setup: $CLIENT_VENV ($(grep -m1 '^openai==' "$CLIENT_REQ"))"
+  rm -rf "$CLIENT_VENV"
+  /usr/bin/python3 -m venv "$CLIENT_VENV"
+  "$CLIENT_VENV/bin/pip" install -q --disable-pip-version-check -r "$CLIENT_REQ"
+  cp "$CLIENT_REQ" "$CLIENT_VENV/era-requirements.txt"
 fi
 
 # configure_and_build BUILD_DIR LOG CMAKE_ARGS...: configure and build (the --target list, or
