@@ -204,9 +204,15 @@ class ServerEndToEnd(unittest.TestCase):
                 "messages": [{"role": "system", "content": "You describe pictures."}, first,
                              {"role": "assistant", "content": self.reference["answer"]},
                              {"role": "user", "content": "And the colours?"}]}
+        status, single = self.server.json("POST", "/v1/chat/completions",
+                                          {"max_tokens": MAX_TOKENS, "messages": body["messages"][:2]})
+        self.assertEqual(status, 200, single)
+        # The system message replaces the template's (a different prompt length than the default's).
+        self.assertNotEqual(single["usage"]["prompt_tokens"], self.reference["stats"]["prompt_tokens"])
         status, got = self.server.json("POST", "/v1/chat/completions", body)
         self.assertEqual(status, 200, got)
-        self.assertGreater(got["usage"]["prompt_tokens"], self.reference["stats"]["prompt_tokens"])
+        # The earlier turn and the answer given reach the model ahead of the new question.
+        self.assertGreater(got["usage"]["prompt_tokens"], single["usage"]["prompt_tokens"] + 5)
         self.assertEqual(got["era"]["visual_tokens"], self.reference["stats"]["visual_tokens"])
         # A history that does not alternate is refused naming the message.
         body["messages"].insert(2, {"role": "user", "content": "again"})
