@@ -12,6 +12,7 @@ std::string ApiError::type() const {
 }
 
 std::string ApiError::code() const {
+  if (!code_.empty()) return code_;
   switch (status_) {
     case 400: return "invalid_request";
     case 403: return "forbidden";

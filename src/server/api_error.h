@@ -15,18 +15,24 @@ class ApiError : public std::runtime_error {
  public:
   // `param`: the request field at fault, spelled as in the JSON ("messages[2].content[1].type");
   // empty when no single field is (the body is not JSON, the queue is full).
-  ApiError(int status, std::string message, std::string param = "", std::string type = "")
-      : std::runtime_error(message), status_(status), param_(std::move(param)), type_(std::move(type)) {}
+  // `type`, `code`: given where the status alone says too little (a 503 for a full queue and one
+  // for a request whose time ran out while it waited are both "overloaded", with other codes).
+  ApiError(int status, std::string message, std::string param = "", std::string type = "", std::string code = "")
+      : std::runtime_error(message),
+        status_(status),
+        param_(std::move(param)),
+        type_(std::move(type)),
+        code_(std::move(code)) {}
   int status() const noexcept { return status_; }
   const std::string& param() const noexcept { return param_; }
   // The OpenAI error type: given, or the one customary for the status.
   std::string type() const;
-  // A short machine-readable code per status ("invalid_request", "queue_full", ...).
+  // A short machine-readable code: given, or the one per status ("invalid_request", "queue_full", ...).
   std::string code() const;
 
  private:
   int status_;
-  std::string param_, type_;
+  std::string param_, type_, code_;
 };
 
 // {"error": {...}} for `error`.

@@ -254,6 +254,18 @@ class ServerEndToEnd(unittest.TestCase):
         self.expect_error(405, status, got)
         status, got = self.server.json("DELETE", "/health")
         self.expect_error(405, status, got)
+        # An image that does not decode fails in the model, after a stream's 200 status line: the
+        # error comes as an event naming the image, then [DONE]; unstreamed it is a 400.
+        broken = chat_body("data:image/png;base64," + base64.b64encode(b"not a picture").decode())
+        status, got = self.server.json("POST", "/v1/chat/completions", broken)
+        self.expect_error(400, status, got)
+        status, _, raw = self.server.request("POST", "/v1/chat/completions", dict(broken, stream=True))
+        self.assertEqual(status, 200)
+        payloads = parse_sse(raw.decode())
+        self.assertEqual(payloads[-1], "[DONE]")
+        event = json.loads(payloads[-2])
+        self.assertEqual(event["error"]["type"], "invalid_request_error", event)
+        self.assertEqual(json.loads(payloads[0])["choices"][0]["delta"]["role"], "assistant")
         # Over --max-body-bytes (1 MiB): 413 with the JSON body (curl sends it whole or is cut off).
         big = chat_body("data:image/png;base64," + "A" * (2 << 20))
         out = subprocess.run(["curl", "-sS", "-H", "Content-Type: application/json", "--data-binary", "@-",
@@ -329,6 +341,31 @@ class QueueLimit(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+
+
+class TimeLimit(unittest.TestCase):
+    """--timeout-s: a generation that reaches it stops with finish_reason "timeout", answered or
+    streamed, and the server goes on. (A request whose time runs out while it waits in the queue
+    is refused with 503 queue_timeout: Generation.ADeadlinePassedInTheQueueIsRefusedWithoutRunning.)"""
+
+    def test_a_generation_reaching_the_time_limit_stops_with_finish_reason_timeout(self):
+        server = Server("--timeout-s", "1", "-q")
+        try:
+            body = {"max_tokens": 1500, "era": {"ignore_eos": True},
+                    "messages": [{"role": "user", "content": "Count to a thousand."}]}
+            status, got = server.json("POST", "/v1/chat/completions", body)
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got["choices"][0]["finish_reason"], "timeout")
+            self.assertLess(got["usage"]["completion_tokens"], 1500)
+            status, _, raw = server.request("POST", "/v1/chat/completions", dict(body, stream=True))
+            self.assertEqual(status, 200)
+            payloads = parse_sse(raw.decode())
+            self.assertEqual(payloads[-1], "[DONE]")
+            self.assertEqual(json.loads(payloads[-2])["choices"][0]["finish_reason"], "timeout")
+            status, got = server.json("GET", "/health")
+            self.assertEqual((status, got["status"]), (200, "ok"))
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 def main():
     global ARGS
