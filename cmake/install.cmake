@@ -52,7 +52,7 @@ string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10")
 if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counters
   string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
 endif()
-string(APPEND ERA_PC_TORCH_LIBS " -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -lgif")
+string(APPEND ERA_PC_TORCH_LIBS " -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -lgif -licui18n -licuuc")
 if(ERA_SANITIZE)  # a sanitizer build (tools/sanitize.sh): its users link the same runtime
   string(APPEND ERA_PC_TORCH_LIBS " -fsanitize=${ERA_SANITIZE}")
 endif()

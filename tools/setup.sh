@@ -34,12 +34,13 @@ esac
 # Both routes: the compiler, and the C++ libraries era uses besides LibTorch.
 # xvfb, xauth, imagemagick, x11-apps: the desktop example's test runs it in a virtual X server
 # (xvfb-run) and takes a real screenshot of its window (import / xwd); fonts-dejavu-core: the
-# Unicode font its window draws answers with (libgif-dev: GIF input).
+# Unicode font its window draws answers with (libgif-dev: GIF input; libicu-dev: the Unicode
+# regular expressions and normalisation of the byte-level BPE tokenizer).
 # libcpp-httplib-dev, libssl-dev: era_server's HTTP layer and its base64 (data: URLs);
 # curl and python3-venv: its end-to-end test (curl, and the openai client in .venv-client).
 PACKAGES=(build-essential cmake pkg-config
           libopencv-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev
+          libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev libicu-dev
           libcpp-httplib-dev libssl-dev curl python3-venv
           xvfb xauth imagemagick x11-apps fonts-dejavu-core)
 # Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system

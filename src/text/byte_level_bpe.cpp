@@ -1,0 +1,593 @@
+#include "text/byte_level_bpe.h"
+
+#include <unicode/normalizer2.h>
+#include <unicode/regex.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <unordered_map>
+
+#include "era/error.h"
+#include "util/input_file.h"
+
+namespace era {
+namespace {
+
+using json = nlohmann::json;
+
+// GPT-2's pattern, which the ByteLevel pre-tokenizer applies itself when use_regex is true.
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+[[noreturn]] void refuse(const std::string& source, const std::string& field, const std::string& why) {
+  throw Error(ErrorCode::kBundle, source + ": " + field + ": " + why);
+}
+
+// ---- UTF-8 ---------------------------------------------------------------------------------
+// Length of the valid UTF-8 sequence at text[i] (1..4), or 0 when the bytes there are not one.
+size_t utf8_sequence_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte (Unicode Table 3-7)
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    if (lead == 0xE0) lo = 0xA0;
+    if (lead == 0xED) hi = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    if (lead == 0xF0) lo = 0x90;
+    if (lead == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= text.size()) return 0;
+    const unsigned char c = byte(i + k);
+    if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return 0;
+  }
+  return n;
+}
+
+// Rust's String::from_utf8_lossy: each maximal prefix of a valid sequence that breaks off (and
+// each byte that starts none) becomes one U+FFFD.
+std::string utf8_lossy(const std::string& bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const size_t n = utf8_sequence_length(bytes, i);
+    if (n) {
+      out.append(bytes, i, n);
+      i += n;
+      continue;
+    }
+    // The maximal subpart: the lead byte and as many continuation bytes as were still allowed.
+    size_t k = 1;
+    const unsigned char lead = static_cast<unsigned char>(bytes[i]);
+    const size_t expect = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 1;
+    while (k < expect && i + k < bytes.size()) {
+      const unsigned char c = static_cast<unsigned char>(bytes[i + k]);
+      unsigned char lo = 0x80, hi = 0xBF;
+      if (k == 1 && lead == 0xE0) lo = 0xA0;
+      if (k == 1 && lead == 0xED) hi = 0x9F;
+      if (k == 1 && lead == 0xF0) lo = 0x90;
+      if (k == 1 && lead == 0xF4) hi = 0x8F;
+      if (c < lo || c > hi) break;
+      ++k;
+    }
+    out += "\xEF\xBF\xBD";
+    i += k;
+  }
+  return out;
+}
+
+void check_utf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence_length(text, i);
+    if (!n) throw Error(ErrorCode::kPrompt, "the text is not valid UTF-8 (byte " + std::to_string(i) + ")");
+    i += n;
+  }
+}
+
+UChar32 code_point_before(const std::string& text, size_t end) {
+  if (end == 0) return U_SENTINEL;
+  size_t start = end - 1;
+  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+  const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data() + start, end - start));
+  return u.char32At(0);
+}
+
+UChar32 code_point_at(const std::string& text, size_t start) {
+  if (start >= text.size()) return U_SENTINEL;
+  const size_t n = std::max<size_t>(1, utf8_sequence_length(text, start));
+  const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data() + start, n));
+  return u.char32At(0);
+}
+
+size_t code_point_length(UChar32 c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+
+// ---- the byte-level alphabet (GPT-2's bytes_to_unicode) ---------------------------------------
+struct ByteAlphabet {
+  std::array<std::string, 256> byte_to_symbol;  // UTF-8 of the code point standing for the byte
+  std::unordered_map<UChar32, unsigned char> symbol_to_byte;
+  ByteAlphabet() {
+    int extra = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const UChar32 cp = printable ? b : 256 + extra++;
+      std::string utf8;
+      icu::UnicodeString(cp).toUTF8String(utf8);
+      byte_to_symbol[b] = utf8;
+      symbol_to_byte[cp] = static_cast<unsigned char>(b);
+    }
+  }
+};
+
+const ByteAlphabet& alphabet() {
+  static const ByteAlphabet a;
+  return a;
+}
+
+// ---- pieces of the pipeline ------------------------------------------------------------------
+struct AddedToken {
+  std::string content;
+  int64_t id = 0;
+  bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
+};
+
+// A span of text: either an added token's id, or text still to tokenise.
+struct Span {
+  std::string text;
+  std::optional<int64_t> id;
+};
+
+struct SplitStep {
+  std::unique_ptr<icu::RegexPattern> pattern;
+  bool remove_matches = false;  // behavior Removed (else Isolated)
+};
+
+std::unique_ptr<icu::RegexPattern> compile(const std::string& pattern, const std::string& source,
+                                           const std::string& field) {
+  UParseError parse_error{};
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::RegexPattern> compiled(icu::RegexPattern::compile(
+      icu::UnicodeString::fromUTF8(pattern), 0, parse_error, status));
+  if (U_FAILURE(status))
+    refuse(source, field, "the regular expression does not compile (" + std::string(u_errorName(status)) +
+                              " at offset " + std::to_string(parse_error.offset) + ")");
+  return compiled;
+}
+
+uint64_t pair_key(int64_t a, int64_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b); }
+
+}  // namespace
+
+struct ByteLevelBpe::Impl {
+  std::string source;
+  std::unordered_map<std::string, int64_t> vocab;
+  std::vector<std::string> id_to_token;  // vocabulary and added tokens by id ("" where none)
+  std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> merges;  // (a, b) -> (rank, merged id)
+  bool ignore_merges = false;
+  std::vector<AddedToken> added;  // by content, longest first (the leftmost-longest matcher's order)
+  std::vector<bool> special;      // by id
+  std::vector<const icu::Normalizer2*> normalizers;
+  std::vector<SplitStep> splits;  // the Split steps and, for ByteLevel(use_regex), GPT-2's pattern
+  bool add_prefix_space = false;
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, std::vector<int64_t>> cache;
+
+  void read_added_tokens(const json& doc);
+  void read_normalizer(const json& node, const std::string& field);
+  void read_pre_tokenizer(const json& node, const std::string& field);
+  void read_model(const json& model);
+  void check_decoder(const json& doc);
+
+  std::vector<Span> split_added(const std::vector<Span>& spans, bool normalized) const;
+  std::string normalize(const std::string& text) const;
+  std::vector<std::string> pre_tokenize(const std::string& text) const;
+  std::vector<int64_t> bpe(const std::string& word) const;
+};
+
+namespace {
+
+template <typename T>
+T get_field(const json& node, const char* key, T fallback, const std::string& source, const std::string& field) {
+  if (!node.contains(key) || node[key].is_null()) return fallback;
+  try {
+    return node[key].get<T>();
+  } catch (const json::exception&) {
+    refuse(source, field + "." + key, "has the wrong type (" + std::string(node[key].type_name()) + ")");
+  }
+}
+
+}  // namespace
+
+void ByteLevelBpe::Impl::read_added_tokens(const json& doc) {
+  if (!doc.contains("added_tokens") || doc["added_tokens"].is_null()) return;
+  if (!doc["added_tokens"].is_array()) refuse(source, "added_tokens", "must be a list");
+  for (size_t i = 0; i < doc["added_tokens"].size(); ++i) {
+    const json& t = doc["added_tokens"][i];
+    const std::string field = "added_tokens[" + std::to_string(i) + "]";
+    if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id") ||
+        !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0)
+      refuse(source, field, "needs a string \"content\" and a non-negative integer \"id\"");
+    AddedToken a;
+    a.content = t["content"].get<std::string>();
+    if (a.content.empty()) refuse(source, field + ".content", "is empty");
+    a.id = t["id"].get<int64_t>();
+    a.special = get_field<bool>(t, "special", false, source, field);
+    a.lstrip = get_field<bool>(t, "lstrip", false, source, field);
+    a.rstrip = get_field<bool>(t, "rstrip", false, source, field);
+    a.single_word = get_field<bool>(t, "single_word", false, source, field);
+    a.normalized = get_field<bool>(t, "normalized", !a.special, source, field);
+    added.push_back(a);
+  }
+  std::stable_sort(added.begin(), added.end(),
+                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+}
+
+void ByteLevelBpe::Impl::read_normalizer(const json& node, const std::string& field) {
+  if (node.is_null()) return;
+  const std::string type = get_field<std::string>(node, "type", "", source, field);
+  UErrorCode status = U_ZERO_ERROR;
+  if (type == "Sequence") {
+    if (!node.contains("normalizers") || !node["normalizers"].is_array())
+      refuse(source, field + ".normalizers", "must be a list");
+    for (size_t i = 0; i < node["normalizers"].size(); ++i)
+      read_normalizer(node["normalizers"][i], field + ".normalizers[" + std::to_string(i) + "]");
+    return;
+  }
+  const icu::Normalizer2* n = nullptr;
+  if (type == "NFC") n = icu::Normalizer2::getNFCInstance(status);
+  else if (type == "NFKC") n = icu::Normalizer2::getNFKCInstance(status);
+  else if (type == "NFD") n = icu::Normalizer2::getNFDInstance(status);
+  else if (type == "NFKD") n = icu::Normalizer2::getNFKDInstance(status);
+  else refuse(source, field + ".type", "\"" + type + "\" is not supported (NFC, NFKC, NFD, NFKD, Sequence)");
+  if (U_FAILURE(status)) refuse(source, field, std::string("ICU has no such normaliser: ") + u_errorName(status));
+  normalizers.push_back(n);
+}
+
+void ByteLevelBpe::Impl::read_pre_tokenizer(const json& node, const std::string& field) {
+  const std::string type = get_field<std::string>(node, "type", "", source, field);
+  if (type == "Sequence") {
+    if (!node.contains("pretokenizers") || !node["pretokenizers"].is_array())
+      refuse(source, field + ".pretokenizers", "must be a list");
+    for (size_t i = 0; i < node["pretokenizers"].size(); ++i)
+      read_pre_tokenizer(node["pretokenizers"][i], field + ".pretokenizers[" + std::to_string(i) + "]");
+    return;
+  }
+  if (type == "Split") {
+    const json pattern = node.value("pattern", json());
+    if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
+      refuse(source, field + ".pattern", "must be {\"Regex\": \"...\"} (a String pattern is not supported)");
+    if (get_field<bool>(node, "invert", false, source, field)) refuse(source, field + ".invert", "true is not supported");
+    const std::string behavior = get_field<std::string>(node, "behavior", "", source, field);
+    if (behavior != "Isolated" && behavior != "Removed")
+      refuse(source, field + ".behavior", "\"" + behavior + "\" is not supported (Isolated, Removed)");
+    splits.push_back({compile(pattern["Regex"].get<std::string>(), source, field + ".pattern.Regex"), behavior == "Removed"});
+    return;
+  }
+  if (type == "ByteLevel") {
+    add_prefix_space = get_field<bool>(node, "add_prefix_space", false, source, field);
+    if (get_field<bool>(node, "use_regex", true, source, field))
+      splits.push_back({compile(kGpt2Pattern, source, field), false});
+    return;
+  }
+  refuse(source, field + ".type", "\"" + type + "\" is not supported (ByteLevel, Split, Sequence)");
+}
+
+void ByteLevelBpe::Impl::read_model(const json& model) {
+  if (!model.is_object()) refuse(source, "model", "is missing");
+  const std::string type = get_field<std::string>(model, "type", "", source, "model");
+  if (type != "BPE") refuse(source, "model.type", "\"" + type + "\" is not a byte-level BPE (expected BPE)");
+  if (get_field<double>(model, "dropout", 0.0, source, "model") != 0.0)
+    refuse(source, "model.dropout", "dropout is for training; a tokenizer for inference has none");
+  if (get_field<bool>(model, "byte_fallback", false, source, "model"))
+    refuse(source, "model.byte_fallback", "true is a SentencePiece-style BPE, not byte-level");
+  if (!get_field<std::string>(model, "continuing_subword_prefix", "", source, "model").empty() ||
+      !get_field<std::string>(model, "end_of_word_suffix", "", source, "model").empty())
+    refuse(source, "model", "subword prefixes and suffixes are not byte-level BPE");
+  ignore_merges = get_field<bool>(model, "ignore_merges", false, source, "model");
+  if (!model.contains("vocab") || !model["vocab"].is_object()) refuse(source, "model.vocab", "must be an object");
+  int64_t max_id = -1;
+  for (const auto& [token, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      refuse(source, "model.vocab[\"" + token + "\"]", "must be a non-negative integer id");
+    vocab[token] = id.get<int64_t>();
+    max_id = std::max(max_id, id.get<int64_t>());
+  }
+  for (const AddedToken& a : added) max_id = std::max(max_id, a.id);
+  id_to_token.assign(static_cast<size_t>(max_id + 1), "");
+  special.assign(static_cast<size_t>(max_id + 1), false);
+  for (const auto& [token, id] : vocab) id_to_token[static_cast<size_t>(id)] = token;
+  for (const AddedToken& a : added) {
+    id_to_token[static_cast<size_t>(a.id)] = a.content;
+    special[static_cast<size_t>(a.id)] = a.special;
+  }
+  if (!model.contains("merges") || !model["merges"].is_array()) refuse(source, "model.merges", "must be a list");
+  const json& list = model["merges"];
+  for (size_t rank = 0; rank < list.size(); ++rank) {
+    const std::string field = "model.merges[" + std::to_string(rank) + "]";
+    std::string a, b;
+    if (list[rank].is_string()) {  // "a b" (tokenizers < 0.20)
+      const std::string s = list[rank].get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+        refuse(source, field, "\"" + s + "\" is not two symbols separated by one space");
+      a = s.substr(0, space);
+      b = s.substr(space + 1);
+    } else if (list[rank].is_array() && list[rank].size() == 2 && list[rank][0].is_string() && list[rank][1].is_string()) {
+      a = list[rank][0].get<std::string>();
+      b = list[rank][1].get<std::string>();
+    } else {
+      refuse(source, field, "must be \"a b\" or [\"a\", \"b\"]");
+    }
+    const auto ia = vocab.find(a), ib = vocab.find(b), merged = vocab.find(a + b);
+    if (ia == vocab.end() || ib == vocab.end() || merged == vocab.end())
+      refuse(source, field, "merges \"" + a + "\" and \"" + b + "\", which (or whose join) are not in model.vocab");
+    merges.emplace(pair_key(ia->second, ib->second), std::make_pair(static_cast<int64_t>(rank), merged->second));
+  }
+}
+
+void ByteLevelBpe::Impl::check_decoder(const json& doc) {
+  const json decoder = doc.value("decoder", json());
+  const std::string type = decoder.is_object() ? decoder.value("type", "") : "";
+  if (type != "ByteLevel") refuse(source, "decoder.type", "\"" + type + "\" is not supported (ByteLevel)");
+}
+
+// Cuts every span still to tokenise at the added tokens of the given kind (normalized or not),
+// leftmost-longest, with each token's lstrip / rstrip / single_word rules.
+std::vector<Span> ByteLevelBpe::Impl::split_added(const std::vector<Span>& spans, bool normalized) const {
+  std::vector<Span> out;
+  for (const Span& span : spans) {
+    if (span.id) {
+      out.push_back(span);
+      continue;
+    }
+    const std::string& text = span.text;
+    size_t done = 0, pos = 0;
+    while (pos < text.size()) {
+      const AddedToken* hit = nullptr;
+      for (const AddedToken& a : added)  // longest first: the first that matches is the longest
+        if (a.normalized == normalized && text.compare(pos, a.content.size(), a.content) == 0) {
+          hit = &a;
+          break;
+        }
+      size_t start = pos, stop = hit ? pos + hit->content.size() : pos;
+      if (hit && hit->single_word) {
+        const auto is_word = [](UChar32 c) { return c != U_SENTINEL && (u_isalnum(c) || c == '_'); };
+        if (is_word(code_point_before(text, start)) || is_word(code_point_at(text, stop))) hit = nullptr;
+      }
+      if (!hit) {
+        pos += std::max<size_t>(1, utf8_sequence_length(text, pos));
+        continue;
+      }
+      if (hit->lstrip)
+        while (start > done && u_isUWhiteSpace(code_point_before(text, start)))
+          start -= code_point_length(code_point_before(text, start));
+      if (hit->rstrip)
+        while (stop < text.size() && u_isUWhiteSpace(code_point_at(text, stop)))
+          stop += code_point_length(code_point_at(text, stop));
+      if (start > done) out.push_back({text.substr(done, start - done), std::nullopt});
+      out.push_back({text.substr(start, stop - start), hit->id});
+      done = pos = stop;
+    }
+    if (done < text.size()) out.push_back({text.substr(done), std::nullopt});
+  }
+  return out;
+}
+
+std::string ByteLevelBpe::Impl::normalize(const std::string& text) const {
+  if (normalizers.empty()) return text;
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
+  for (const icu::Normalizer2* n : normalizers) {
+    UErrorCode status = U_ZERO_ERROR;
+    u = n->normalize(u, status);
+    if (U_FAILURE(status)) throw Error(ErrorCode::kPrompt, std::string("normalisation failed: ") + u_errorName(status));
+  }
+  std::string out;
+  u.toUTF8String(out);
+  return out;
+}
+
+// The pre-tokenizer's pieces of `text`: each Split step in turn, then the byte-level mapping
+// (with the prefix space when asked).
+std::vector<std::string> ByteLevelBpe::Impl::pre_tokenize(const std::string& text) const {
+  std::vector<std::string> pieces{text};
+  for (const SplitStep& step : splits) {
+    std::vector<std::string> next;
+    for (const std::string& piece : pieces) {
+      const icu::UnicodeString u = icu::UnicodeString::fromUTF8(piece);
+      UErrorCode status = U_ZERO_ERROR;
+      std::unique_ptr<icu::RegexMatcher> m(step.pattern->matcher(u, status));
+      if (U_FAILURE(status)) throw Error(ErrorCode::kRuntime, std::string("regex matcher: ") + u_errorName(status));
+      int32_t done = 0;
+      const auto emit = [&](int32_t a, int32_t b) {
+        if (b <= a) return;
+        std::string s;
+        u.tempSubStringBetween(a, b).toUTF8String(s);
+        next.push_back(std::move(s));
+      };
+      while (m->find()) {
+        const int32_t start = m->start(status), end = m->end(status);
+        if (end == start) continue;  // an empty match splits nothing
+        emit(done, start);
+        if (!step.remove_matches) emit(start, end);
+        done = end;
+      }
+      emit(done, u.length());
+    }
+    pieces = std::move(next);
+  }
+  const ByteAlphabet& a = alphabet();
+  for (std::string& piece : pieces) {
+    std::string mapped;
+    if (add_prefix_space && piece.rfind(' ', 0) != 0) mapped += a.byte_to_symbol[' '];
+    for (const char c : piece) mapped += a.byte_to_symbol[static_cast<unsigned char>(c)];
+    piece = std::move(mapped);
+  }
+  return pieces;
+}
+
+// BPE of one byte-level word: the lowest-ranked adjacent pair merges first, the leftmost among
+// equals (the library's Word::merge_all), with a heap over a linked list of symbols.
+std::vector<int64_t> ByteLevelBpe::Impl::bpe(const std::string& word) const {
+  if (ignore_merges) {
+    const auto whole = vocab.find(word);
+    if (whole != vocab.end()) return {whole->second};
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const auto hit = cache.find(word);
+    if (hit != cache.end()) return hit->second;
+  }
+  struct Symbol {
+    int64_t id;
+    int prev, next;
+  };
+  std::vector<Symbol> symbols;
+  for (size_t i = 0; i < word.size();) {
+    const size_t n = std::max<size_t>(1, utf8_sequence_length(word, i));
+    const auto found = vocab.find(word.substr(i, n));
+    i += n;
+    if (found == vocab.end()) continue;  // no unk token: an unknown symbol is dropped, as the library does
+    symbols.push_back({found->second, static_cast<int>(symbols.size()) - 1, static_cast<int>(symbols.size()) + 1});
+  }
+  if (!symbols.empty()) symbols.back().next = -1;
+  struct Candidate {
+    int64_t rank;
+    int pos;
+    int64_t left, right, merged;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  const auto push = [&](int pos) {
+    if (pos < 0 || symbols[static_cast<size_t>(pos)].next < 0) return;
+    const Symbol& s = symbols[static_cast<size_t>(pos)];
+    const int64_t right = symbols[static_cast<size_t>(s.next)].id;
+    const auto m = merges.find(pair_key(s.id, right));
+    if (m != merges.end()) heap.push({m->second.first, pos, s.id, right, m->second.second});
+  };
+  for (int i = 0; i + 1 < static_cast<int>(symbols.size()); ++i) push(i);
+  std::vector<bool> gone(symbols.size(), false);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    Symbol& s = symbols[static_cast<size_t>(c.pos)];
+    if (gone[static_cast<size_t>(c.pos)] || s.next < 0 || s.id != c.left || symbols[static_cast<size_t>(s.next)].id != c.right)
+      continue;  // stale: one of the two has merged since
+    const int right = s.next;
+    s.id = c.merged;
+    s.next = symbols[static_cast<size_t>(right)].next;
+    gone[static_cast<size_t>(right)] = true;
+    if (s.next >= 0) symbols[static_cast<size_t>(s.next)].prev = c.pos;
+    push(s.prev);
+    push(c.pos);
+  }
+  std::vector<int64_t> ids;
+  for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<size_t>(i)].next)
+    ids.push_back(symbols[static_cast<size_t>(i)].id);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  if (cache.size() > 50000) cache.clear();  // bounded: a long-running server sees unbounded text
+  cache.emplace(word, ids);
+  return ids;
+}
+
+ByteLevelBpe::ByteLevelBpe(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ByteLevelBpe::~ByteLevelBpe() = default;
+ByteLevelBpe::ByteLevelBpe(ByteLevelBpe&&) noexcept = default;
+ByteLevelBpe& ByteLevelBpe::operator=(ByteLevelBpe&&) noexcept = default;
+
+ByteLevelBpe ByteLevelBpe::from_file(const std::string& path) {
+  return from_json_text(read_input_file(path, "tokenizer", 512ULL << 20, ErrorCode::kBundle), path);
+}
+
+ByteLevelBpe ByteLevelBpe::from_json_text(const std::string& json_text, const std::string& source) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = source;
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    refuse(source, "(file)", std::string("is not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) refuse(source, "(file)", "is not a JSON object");
+  impl->read_added_tokens(doc);
+  impl->read_normalizer(doc.value("normalizer", json()), "normalizer");
+  if (!doc.contains("pre_tokenizer") || doc["pre_tokenizer"].is_null())
+    refuse(source, "pre_tokenizer", "is missing (a byte-level BPE needs the ByteLevel pre-tokenizer)");
+  impl->read_pre_tokenizer(doc["pre_tokenizer"], "pre_tokenizer");
+  impl->read_model(doc.value("model", json()));
+  impl->check_decoder(doc);
+  return ByteLevelBpe(std::move(impl));
+}
+
+std::vector<int64_t> ByteLevelBpe::encode(const std::string& text) const {
+  check_utf8(text);
+  std::vector<Span> spans = impl_->split_added({{text, std::nullopt}}, /*normalized=*/false);
+  for (Span& s : spans)
+    if (!s.id) s.text = impl_->normalize(s.text);
+  spans = impl_->split_added(spans, /*normalized=*/true);
+  std::vector<int64_t> ids;
+  for (const Span& s : spans) {
+    if (s.id) {
+      ids.push_back(*s.id);
+      continue;
+    }
+    for (const std::string& word : impl_->pre_tokenize(s.text)) {
+      const std::vector<int64_t> piece = impl_->bpe(word);
+      ids.insert(ids.end(), piece.begin(), piece.end());
+    }
+  }
+  return ids;
+}
+
+std::string ByteLevelBpe::decode(const std::vector<int64_t>& ids, bool skip_special) const {
+  const ByteAlphabet& a = alphabet();
+  std::string bytes;
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= size() || impl_->id_to_token[static_cast<size_t>(id)].empty()) continue;
+    if (skip_special && impl_->special[static_cast<size_t>(id)]) continue;
+    const std::string& token = impl_->id_to_token[static_cast<size_t>(id)];
+    // A token whose every character is a byte-level symbol is those bytes; any other (an added
+    // token such as "<|im_start|>" in plain text) is its own UTF-8.
+    std::string mapped;
+    bool all_symbols = true;
+    const icu::UnicodeString u = icu::UnicodeString::fromUTF8(token);
+    for (int32_t i = 0; i < u.length(); i = u.moveIndex32(i, 1)) {
+      const auto found = a.symbol_to_byte.find(u.char32At(i));
+      if (found == a.symbol_to_byte.end()) {
+        all_symbols = false;
+        break;
+      }
+      mapped += static_cast<char>(found->second);
+    }
+    bytes += all_symbols ? mapped : token;
+  }
+  return utf8_lossy(bytes);
+}
+
+std::optional<int64_t> ByteLevelBpe::token_id(const std::string& token) const {
+  for (const AddedToken& a : impl_->added)
+    if (a.content == token) return a.id;
+  const auto found = impl_->vocab.find(token);
+  if (found != impl_->vocab.end()) return found->second;
+  return std::nullopt;
+}
+
+bool ByteLevelBpe::is_special(int64_t id) const {
+  return id >= 0 && id < size() && impl_->special[static_cast<size_t>(id)];
+}
+
+int64_t ByteLevelBpe::size() const { return static_cast<int64_t>(impl_->id_to_token.size()); }
+
+}  // namespace era
