@@ -26,6 +26,7 @@ import tempfile
 
 import torch
 
+from . import make_tiny_onevision
 from .hf_checkpoint import CLIP_MEAN, CLIP_STD, load_checkpoint
 from .safetensors_io import save_file
 
@@ -47,7 +48,8 @@ TRANSFORMERS_VERSION = {"llava-1.5": "4.36.0", "llava-next": "4.39.0.dev0"}
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--arch", required=True, choices=["llava-1.5", "llava-next"])
+    p.add_argument("--arch", required=True, choices=["llava-1.5", "llava-next", "llava-onevision"],
+                   help="llava-onevision: made by transformers itself (make_tiny_onevision.py)")
     p.add_argument("--out", required=True, help="output checkpoint folder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokenizer-model", help="copy this tokenizer.model instead of training one")
@@ -67,6 +69,7 @@ def parse_args(argv=None):
                    help="dtype the weights are stored in")
     p.add_argument("--layout", choices=["llava-hf", "transformers-4.52"], default="llava-hf",
                    help="tensor-name layout (llava-hf = as llava-hf/llava-1.5-7b-hf)")
+    make_tiny_onevision.add_args(p)
     args = p.parse_args(argv)
     if args.text_kv_heads is None:
         args.text_kv_heads = args.text_heads
@@ -327,6 +330,8 @@ def write_json(path, obj):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.arch == "llava-onevision":
+        return make_tiny_onevision.make(args)
     os.makedirs(args.out, exist_ok=True)
 
     tok_path = os.path.join(args.out, "tokenizer.model")
