@@ -52,8 +52,9 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
     }
     out.tokens.push_back(next);
     if (on_text) {
-      // Re-decoding the whole answer keeps SentencePiece's spacing rules intact.
-      const std::string text = tokenizer_.decode(out.tokens);
+      // Re-decoding the whole answer keeps SentencePiece's spacing rules intact; a character
+      // still cut between byte-level tokens stays raw and is held back below.
+      const std::string text = tokenizer_.decode_growing(out.tokens);
       const size_t complete = complete_utf8_prefix(text);
       if (complete > emitted) {
         if (!on_text(text.substr(emitted, complete - emitted))) {

@@ -90,6 +90,25 @@ std::string utf8_lossy(const std::string& bytes) {
   return out;
 }
 
+// Where a trailing, still incomplete but so far valid UTF-8 sequence starts (bytes.size() if none).
+size_t incomplete_tail(const std::string& bytes) {
+  const size_t n = bytes.size();
+  size_t i = n;
+  while (i > 0 && n - i < 3 && (static_cast<unsigned char>(bytes[i - 1]) & 0xC0) == 0x80) --i;
+  if (i == 0) return n;
+  const unsigned char lead = static_cast<unsigned char>(bytes[i - 1]);
+  const size_t have = n - (i - 1);
+  const size_t expect = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  if (expect == 0 || have >= expect) return n;
+  if (have >= 2) {  // the second byte's range depends on the lead (Unicode Table 3-7)
+    const unsigned char second = static_cast<unsigned char>(bytes[i]);
+    const unsigned char lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    if (second < lo || second > hi) return n;
+  }
+  return i - 1;
+}
+
 void check_utf8(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
     const size_t n = utf8_sequence_length(text, i);
@@ -552,6 +571,20 @@ std::vector<int64_t> ByteLevelBpe::encode(const std::string& text) const {
 }
 
 std::string ByteLevelBpe::decode(const std::vector<int64_t>& ids, bool skip_special) const {
+  return utf8_lossy(decode_bytes(ids, skip_special));
+}
+
+std::string ByteLevelBpe::decode_growing(const std::vector<int64_t>& ids, bool skip_special) const {
+  const std::string bytes = decode_bytes(ids, skip_special);
+  const size_t tail = incomplete_tail(bytes);
+  return utf8_lossy(bytes.substr(0, tail)) + bytes.substr(tail);
+}
+
+std::string ByteLevelBpe::piece(int64_t id) const {
+  return id >= 0 && id < size() ? impl_->id_to_token[static_cast<size_t>(id)] : "";
+}
+
+std::string ByteLevelBpe::decode_bytes(const std::vector<int64_t>& ids, bool skip_special) const {
   const ByteAlphabet& a = alphabet();
   std::string bytes;
   for (const int64_t id : ids) {
@@ -573,7 +606,7 @@ std::string ByteLevelBpe::decode(const std::vector<int64_t>& ids, bool skip_spec
     }
     bytes += all_symbols ? mapped : token;
   }
-  return utf8_lossy(bytes);
+  return bytes;
 }
 
 std::optional<int64_t> ByteLevelBpe::token_id(const std::string& token) const {

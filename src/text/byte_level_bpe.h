@@ -43,6 +43,12 @@ class ByteLevelBpe {
   // Text of `ids`, special added tokens left out when `skip_special`; byte sequences that are not
   // UTF-8 (a token cut inside a character) become U+FFFD, as the library's lossy decode does.
   std::string decode(const std::vector<int64_t>& ids, bool skip_special) const;
+  // As decode, for text that is still growing: a character cut at the end (a valid start of a
+  // sequence, not yet complete) stays as its raw first bytes, so a streamer can hold them back
+  // until the rest arrives; everything before it is exactly what decode gives.
+  std::string decode_growing(const std::vector<int64_t>& ids, bool skip_special) const;
+  // The token spelled by `id` as stored (byte-level symbols, or the added token's text).
+  std::string piece(int64_t id) const;
 
   // The id of a token spelled exactly `token` (an added token or a vocabulary entry).
   std::optional<int64_t> token_id(const std::string& token) const;
@@ -50,6 +56,7 @@ class ByteLevelBpe {
   int64_t size() const;               // 1 + the largest id
 
  private:
+  std::string decode_bytes(const std::vector<int64_t>& ids, bool skip_special) const;
   struct Impl;
   explicit ByteLevelBpe(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -8,6 +8,7 @@
 
 #include "era/error.h"
 #include "era/shim_location.h"
+#include "text/byte_level_bpe.h"
 #include "text/sentencepiece_backend.h"
 #include "text/shim_paths.h"
 #include "util/input_file.h"
@@ -140,6 +141,10 @@ void add_sentencepiece_shim_dir(const std::string& dir) {
 std::string sentencepiece_shim_path() { return load_shim().path; }
 
 Tokenizer::Tokenizer(const std::string& model_path) {
+  if (model_path.size() >= 5 && model_path.compare(model_path.size() - 5, 5, ".json") == 0) {
+    bpe_ = std::make_unique<ByteLevelBpe>(ByteLevelBpe::from_file(model_path));
+    return;
+  }
   // A regular file of sane size: SentencePiece would block forever on a FIFO.
   check_input_file(model_path, "tokenizer model", uint64_t{1} << 30, ErrorCode::kBundle);
   std::string error;
@@ -150,6 +155,7 @@ Tokenizer::Tokenizer(const std::string& model_path) {
 Tokenizer::~Tokenizer() = default;
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  if (bpe_) return bpe_->encode(text);
   std::vector<int> ids;
   std::string error;
   if (!sp_->encode(text, &ids, &error)) throw Error(ErrorCode::kPrompt, "cannot tokenize prompt: " + error);
@@ -157,12 +163,14 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
 }
 
 bool Tokenizer::is_special(int64_t id) const {
+  if (bpe_) return id < 0 || id >= size() || bpe_->is_special(id);
   if (id < 0 || id >= size()) return true;  // added tokens (<image>, <pad>) and out-of-range ids
   const int i = static_cast<int>(id);
   return sp_->is_control(i) || sp_->is_unknown(i);
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  if (bpe_) return bpe_->decode(ids, /*skip_special=*/true);
   std::vector<int> kept;
   kept.reserve(ids.size());
   for (const int64_t id : ids) {
@@ -173,11 +181,20 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   return text;
 }
 
-int64_t Tokenizer::bos_id() const { return sp_->bos_id(); }
-int64_t Tokenizer::eos_id() const { return sp_->eos_id(); }
-int64_t Tokenizer::size() const { return sp_->piece_size(); }
+std::string Tokenizer::decode_growing(const std::vector<int64_t>& ids) const {
+  if (bpe_) return bpe_->decode_growing(ids, /*skip_special=*/true);
+  return decode(ids);  // SentencePiece's byte fallback pieces already come whole
+}
+
+int64_t Tokenizer::bos_id() const { return bpe_ ? -1 : sp_->bos_id(); }
+int64_t Tokenizer::eos_id() const { return bpe_ ? -1 : sp_->eos_id(); }
+int64_t Tokenizer::size() const { return bpe_ ? bpe_->size() : sp_->piece_size(); }
 std::string Tokenizer::piece(int64_t id) const {
+  if (bpe_) return bpe_->piece(id);
   return (id >= 0 && id < size()) ? sp_->id_to_piece(static_cast<int>(id)) : "<added:" + std::to_string(id) + ">";
+}
+std::optional<int64_t> Tokenizer::token_id(const std::string& token) const {
+  return bpe_ ? bpe_->token_id(token) : std::nullopt;
 }
 
 }  // namespace era

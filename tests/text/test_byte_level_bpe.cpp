@@ -8,6 +8,7 @@
 #include "era/error.h"
 #include "test_support.h"
 #include "text/byte_level_bpe.h"
+#include "text/tokenizer.h"
 
 namespace era {
 namespace {
@@ -58,6 +59,38 @@ TEST(ByteLevelBpe, DecodingATokenCutInsideACharacterGivesReplacementCharacters) 
   EXPECT_EQ(qwen2().decode(ids, false), "😀");
   const std::string cut = qwen2().decode({ids.begin(), ids.end() - 1}, false);
   EXPECT_EQ(cut, "\xEF\xBF\xBD");
+}
+
+TEST(ByteLevelBpe, GrowingTextHoldsACutCharacterRawAndIsOtherwiseTheDecode) {
+  const auto ids = qwen2().encode("ok 🦀 €");  // the crab is three byte-level tokens here
+  int cut = 0;
+  for (size_t n = 0; n <= ids.size(); ++n) {
+    const std::vector<int64_t> head(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::string growing = qwen2().decode_growing(head, true);
+    const std::string final_text = qwen2().decode(head, true);
+    if (growing == final_text) continue;
+    ++cut;
+    // Only a cut character's first bytes differ: they replace the final U+FFFD.
+    ASSERT_GE(final_text.size(), 3u);
+    EXPECT_EQ(final_text.substr(final_text.size() - 3), "\xEF\xBF\xBD");
+    EXPECT_EQ(growing.substr(0, final_text.size() - 3), final_text.substr(0, final_text.size() - 3));
+    const unsigned char lead = static_cast<unsigned char>(growing[final_text.size() - 3]);
+    EXPECT_GE(lead, 0xC2);
+  }
+  EXPECT_EQ(cut, 2);  // after the crab's first and second tokens
+}
+
+TEST(Tokenizer, AJsonFileIsTheByteLevelBpeAndStreamsWholeCharacters) {
+  const Tokenizer t(tokenizer_path());
+  EXPECT_TRUE(t.byte_level());
+  EXPECT_EQ(t.encode("<image>\nHi 😀"), qwen2().encode("<image>\nHi 😀"));
+  EXPECT_EQ(t.bos_id(), -1);
+  EXPECT_EQ(t.size(), qwen2().size());
+  const auto ids = t.encode("<|im_start|>Hi 🦀<|im_end|>");
+  EXPECT_EQ(t.decode(ids), "Hi 🦀");  // special tokens skipped
+  EXPECT_EQ(t.token_id("<video>"), qwen2().token_id("<video>"));
+  const std::vector<int64_t> cut(ids.begin(), ids.end() - 2);  // inside the emoji
+  EXPECT_NE(t.decode_growing(cut), t.decode(cut));
 }
 
 TEST(ByteLevelBpe, AddedAndSpecialTokensAreFoundByTheirText) {
