@@ -4,6 +4,7 @@
 
 #include "era/error.h"
 #include "util/input_file.h"
+#include "util/utf8.h"
 
 namespace era::eval {
 namespace {
@@ -13,35 +14,10 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n\f\v") == 
 // Offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
 // above U+10FFFF), or of a NUL byte, which no JSON text holds; npos when the text is clean.
 size_t first_non_utf8_byte(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0) return i;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + n >= s.size()) return i;  // cut short
-    for (size_t k = 1; k <= n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
-    }
-    i += n + 1;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = s[i] == '\0' ? 0 : utf8::sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
   }
   return std::string::npos;
 }

@@ -14,6 +14,7 @@
 
 #include "era/error.h"
 #include "util/input_file.h"
+#include "util/utf8.h"
 
 namespace era {
 namespace {
@@ -29,89 +30,10 @@ constexpr const char* kGpt2Pattern =
 }
 
 // ---- UTF-8 ---------------------------------------------------------------------------------
-// Length of the valid UTF-8 sequence at text[i] (1..4), or 0 when the bytes there are not one.
-size_t utf8_sequence_length(const std::string& text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte (Unicode Table 3-7)
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    n = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    n = 3;
-    if (lead == 0xE0) lo = 0xA0;
-    if (lead == 0xED) hi = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    n = 4;
-    if (lead == 0xF0) lo = 0x90;
-    if (lead == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  for (size_t k = 1; k < n; ++k) {
-    if (i + k >= text.size()) return 0;
-    const unsigned char c = byte(i + k);
-    if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return 0;
-  }
-  return n;
-}
-
-// Rust's String::from_utf8_lossy: each maximal prefix of a valid sequence that breaks off (and
-// each byte that starts none) becomes one U+FFFD.
-std::string utf8_lossy(const std::string& bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  size_t i = 0;
-  while (i < bytes.size()) {
-    const size_t n = utf8_sequence_length(bytes, i);
-    if (n) {
-      out.append(bytes, i, n);
-      i += n;
-      continue;
-    }
-    // The maximal subpart: the lead byte and as many continuation bytes as were still allowed.
-    size_t k = 1;
-    const unsigned char lead = static_cast<unsigned char>(bytes[i]);
-    const size_t expect = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 1;
-    while (k < expect && i + k < bytes.size()) {
-      const unsigned char c = static_cast<unsigned char>(bytes[i + k]);
-      unsigned char lo = 0x80, hi = 0xBF;
-      if (k == 1 && lead == 0xE0) lo = 0xA0;
-      if (k == 1 && lead == 0xED) hi = 0x9F;
-      if (k == 1 && lead == 0xF0) lo = 0x90;
-      if (k == 1 && lead == 0xF4) hi = 0x8F;
-      if (c < lo || c > hi) break;
-      ++k;
-    }
-    out += "\xEF\xBF\xBD";
-    i += k;
-  }
-  return out;
-}
-
-// Where a trailing, still incomplete but so far valid UTF-8 sequence starts (bytes.size() if none).
-size_t incomplete_tail(const std::string& bytes) {
-  const size_t n = bytes.size();
-  size_t i = n;
-  while (i > 0 && n - i < 3 && (static_cast<unsigned char>(bytes[i - 1]) & 0xC0) == 0x80) --i;
-  if (i == 0) return n;
-  const unsigned char lead = static_cast<unsigned char>(bytes[i - 1]);
-  const size_t have = n - (i - 1);
-  const size_t expect = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
-  if (expect == 0 || have >= expect) return n;
-  if (have >= 2) {  // the second byte's range depends on the lead (Unicode Table 3-7)
-    const unsigned char second = static_cast<unsigned char>(bytes[i]);
-    const unsigned char lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-    const unsigned char hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-    if (second < lo || second > hi) return n;
-  }
-  return i - 1;
-}
 
 void check_utf8(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_sequence_length(text, i);
+    const size_t n = utf8::sequence_length(text, i);
     if (!n) throw Error(ErrorCode::kPrompt, "the text is not valid UTF-8 (byte " + std::to_string(i) + ")");
     i += n;
   }
@@ -127,7 +49,7 @@ UChar32 code_point_before(const std::string& text, size_t end) {
 
 UChar32 code_point_at(const std::string& text, size_t start) {
   if (start >= text.size()) return U_SENTINEL;
-  const size_t n = std::max<size_t>(1, utf8_sequence_length(text, start));
+  const size_t n = std::max<size_t>(1, utf8::sequence_length(text, start));
   const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data() + start, n));
   return u.char32At(0);
 }
@@ -387,7 +309,7 @@ std::vector<Span> ByteLevelBpe::Impl::split_added(const std::vector<Span>& spans
         if (is_word(code_point_before(text, start)) || is_word(code_point_at(text, stop))) hit = nullptr;
       }
       if (!hit) {
-        pos += std::max<size_t>(1, utf8_sequence_length(text, pos));
+        pos += std::max<size_t>(1, utf8::sequence_length(text, pos));
         continue;
       }
       if (hit->lstrip)
@@ -475,7 +397,7 @@ std::vector<int64_t> ByteLevelBpe::Impl::bpe(const std::string& word) const {
   };
   std::vector<Symbol> symbols;
   for (size_t i = 0; i < word.size();) {
-    const size_t n = std::max<size_t>(1, utf8_sequence_length(word, i));
+    const size_t n = std::max<size_t>(1, utf8::sequence_length(word, i));
     const auto found = vocab.find(word.substr(i, n));
     i += n;
     if (found == vocab.end()) continue;  // no unk token: an unknown symbol is dropped, as the library does
@@ -571,13 +493,13 @@ std::vector<int64_t> ByteLevelBpe::encode(const std::string& text) const {
 }
 
 std::string ByteLevelBpe::decode(const std::vector<int64_t>& ids, bool skip_special) const {
-  return utf8_lossy(decode_bytes(ids, skip_special));
+  return utf8::lossy(decode_bytes(ids, skip_special));
 }
 
 std::string ByteLevelBpe::decode_growing(const std::vector<int64_t>& ids, bool skip_special) const {
   const std::string bytes = decode_bytes(ids, skip_special);
-  const size_t tail = incomplete_tail(bytes);
-  return utf8_lossy(bytes.substr(0, tail)) + bytes.substr(tail);
+  const size_t tail = utf8::incomplete_tail(bytes);
+  return utf8::lossy(std::string_view(bytes).substr(0, tail)) + bytes.substr(tail);
 }
 
 std::string ByteLevelBpe::piece(int64_t id) const {
