@@ -1,8 +1,13 @@
 #include "cli/chat_mode.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "era/error.h"
@@ -29,6 +34,27 @@ struct SigintGuard {
   }
   ~SigintGuard() { sigaction(SIGINT, &previous, nullptr); }
 };
+
+// At the prompt: waits until the terminal has a line or Ctrl-C comes (false). A Ctrl-C landing
+// just before a blocking read would not interrupt it (the read would wait for ever), so SIGINT is
+// held blocked and only let through inside ppoll, which returns EINTR atomically.
+bool wait_for_line_or_ctrl_c(int fd) {
+  sigset_t sigint, unblocked;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  sigprocmask(SIG_BLOCK, &sigint, &unblocked);
+  bool interrupted = g_interrupted.load();
+  while (!interrupted) {
+    struct pollfd p {};
+    p.fd = fd;
+    p.events = POLLIN;
+    const int r = ppoll(&p, 1, nullptr, &unblocked);
+    if (r >= 0 || errno != EINTR) break;  // input, end of input or an error: the read says which
+    interrupted = g_interrupted.load();
+  }
+  sigprocmask(SIG_SETMASK, &unblocked, nullptr);
+  return !interrupted;
+}
 
 std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r\n");
@@ -205,6 +231,9 @@ int run_chat(Session& session, const ChatOptions& options, std::istream& in, std
   std::string line;
   while (true) {
     if (options.interactive) out << "> " << std::flush;
+    // A terminal in canonical mode hands over one line per read, so nothing waits in a buffer
+    // while ppoll waits on the descriptor.
+    if (options.interactive && &in == &std::cin && !wait_for_line_or_ctrl_c(STDIN_FILENO)) break;
     if (!std::getline(in, line)) break;  // end of input, or Ctrl-C at the prompt (read interrupted)
     if (!chat.handle(line)) break;
   }
