@@ -60,6 +60,30 @@ TEST(EraScoreCli, GqaPrintsTheTableAndWritesResults) {
   EXPECT_EQ(j["benchmarks"]["gqa"]["breakdown"]["structural"][0]["questions"], 6);
 }
 
+TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
+  const auto dir = test::scratch_dir("era_score_video");
+  write_file(dir + "/videomme.jsonl",
+             R"({"question_id": "001-1", "answer": "A", "duration": "short"})" "\n"
+             R"({"question_id": "001-2", "answer": "C", "duration": "short"})" "\n"
+             R"({"question_id": "002-1", "answer": "D", "duration": "long"})" "\n"
+             R"({"question_id": "002-2", "answer": "B", "duration": "long"})" "\n");
+  write_file(dir + "/answers.jsonl", answer_line("001-1", "A") + answer_line("001-2", "The answer is (C).") +
+                                         answer_line("002-1", "B") + answer_line("002-2", "no idea at all"));
+  const auto r = score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir +
+                       "/videomme.jsonl --json " + dir + "/full.json --method full");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("score  50.00  accuracy (%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 answer(s) gave no option letter"), std::string::npos) << r.out;
+  const json j = read_json(dir + "/full.json");
+  EXPECT_DOUBLE_EQ(j["benchmarks"]["videomme"]["score"].get<double>(), 50.0);
+  EXPECT_EQ(j["benchmarks"]["videomme"]["counts"]["unparsed"], 1);
+
+  // A bad annotation row stops with the row and the field named.
+  write_file(dir + "/bad.jsonl", R"({"question_id": "001-1", "answer": "Z"})" "\n");
+  expect_clean_error(score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
+                     "row 1: \"answer\" must be one of A, B, C, D");
+}
+
 TEST(EraScoreCli, PopeReportsEachSplitAndTheMeanF1) {
   const auto dir = test::scratch_dir("era_score_pope");
   std::filesystem::create_directories(dir + "/labels");

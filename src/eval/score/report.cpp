@@ -180,6 +180,33 @@ ScoreReport make_report(const SqaResult& r) {
   return s;
 }
 
+ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchmark) {
+  const bool videomme = benchmark == VideoChoiceBenchmark::kVideoMme;
+  ScoreReport s;
+  s.benchmark = videomme ? "videomme" : "longvideobench";
+  s.title = videomme ? "Video-MME (multiple choice)" : "LongVideoBench (multiple choice)";
+  s.metric = "accuracy (%)";
+  s.score = r.accuracy;
+  s.values = {{"accuracy", r.accuracy}};
+  s.counts = {{"total", d(r.total)},           {"correct", d(r.correct)},       {"unparsed", d(r.unparsed)},
+              {"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)},
+              {"missing", d(r.missing)}};
+  ReportTable t{"groups", {"answered", "correct", "accuracy"}, {0, 0, 2}, {}, {}};
+  for (const auto& [group, counts] : r.by_group) {
+    t.row_labels.push_back(group);
+    t.rows.push_back({d(counts.first), d(counts.second),
+                      counts.first ? 100.0 * static_cast<double>(counts.second) / static_cast<double>(counts.first) : 0.0});
+  }
+  s.tables.push_back(t);
+  s.notes.push_back(videomme ? "protocol: lmms-eval videomme extract_characters_regex (letters A-D, its prefix list as "
+                               "it runs), exact letter match"
+                             : "protocol: lmms-eval longvideobench parse (letters A-E); no letter counts wrong "
+                               "(lmms-eval draws a random one)");
+  if (r.unparsed) s.notes.push_back(std::to_string(r.unparsed) + " answer(s) gave no option letter (counted wrong)");
+  skipped_notes(s, r.error_records, r.unmatched, r.duplicates, r.missing, "annotated question(s)");
+  return s;
+}
+
 ScoreReport make_report(const MmbResult& r) {
   ScoreReport s;
   s.benchmark = "mmbench";

@@ -12,6 +12,7 @@
 #include "eval/score/pope.h"
 #include "eval/score/run_info.h"
 #include "eval/score/scienceqa.h"
+#include "eval/score/video_choice.h"
 #include "eval/score/vqa_accuracy.h"
 
 namespace era::score {
@@ -25,7 +26,7 @@ struct ReportTable {
 };
 
 struct ScoreReport {
-  std::string benchmark;  // vqav2, textvqa, gqa, pope, mme, sqa, mmbench
+  std::string benchmark;  // vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench
   std::string title;      // human name
   std::string metric;     // what `score` is
   double score = 0;
@@ -41,6 +42,7 @@ ScoreReport make_report(const PopeResult& r);
 ScoreReport make_report(const MmeResult& r);
 ScoreReport make_report(const SqaResult& r);
 ScoreReport make_report(const MmbResult& r);
+ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchmark);
 
 // The table era_score prints.
 std::string format_report(const ScoreReport& report, const std::string& answers_path, size_t answer_records);

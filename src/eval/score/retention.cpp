@@ -18,7 +18,7 @@ using nlohmann::json;
 
 const std::vector<std::string>& column_order() {
   static const std::vector<std::string> order = {"vqav2", "gqa", "sqa", "textvqa", "pope",
-                                                 "mme",   "mmbench", "mmbench_cn", "mmvet"};
+                                                 "mme",   "mmbench", "mmbench_cn", "mmvet", "videomme", "longvideobench"};
   return order;
 }
 
