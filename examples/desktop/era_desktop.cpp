@@ -24,6 +24,7 @@
 #include "key_input.h"
 #include "era/era.h"
 #include "era/reduction_picture.h"
+#include "era/version.h"
 
 namespace {
 
@@ -47,15 +48,20 @@ constexpr const char* kUsage =
     "  --tokens K           visual tokens kept (default 64)\n"
     "  --max-new-tokens N   answer length limit (default 64)\n"
     "  --screenshot FILE    write the window after the first answer as a PNG and exit\n"
-    "  --hold-ms MS         with --screenshot: keep the window up this long first\n";
+    "  --hold-ms MS         with --screenshot: keep the window up this long first\n"
+    "  --version            print the era version and exit\n";
 
-// Options, or nullopt when --help was asked for (usage printed).
+// Options, or nullopt when --help or --version was asked for (printed).
 std::optional<Options> parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
+      return std::nullopt;
+    }
+    if (flag == "--version") {
+      std::cout << "era_desktop " << era::version_string() << "\n";
       return std::nullopt;
     }
     auto value = [&]() -> std::string {

@@ -15,6 +15,8 @@ mkdir -p "$scratch"
 # --help needs no window: usage on stdout, exit 0.
 "$app" --help > "$scratch/help.out" || { echo "FAIL: era_desktop --help exited $?"; exit 1; }
 grep -q "^usage: era_desktop --model BUNDLE --image FILE" "$scratch/help.out" || { echo "FAIL: --help"; cat "$scratch/help.out"; exit 1; }
+"$app" --version > "$scratch/version.out" || { echo "FAIL: era_desktop --version exited $?"; exit 1; }
+grep -qE "^era_desktop [0-9]+\.[0-9]+\.[0-9]+$" "$scratch/version.out" || { echo "FAIL: --version"; cat "$scratch/version.out"; exit 1; }
 export ERA_APP=$app ERA_BUNDLE=$bundle ERA_IMAGE=$image ERA_SCRATCH=$scratch
 
 xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
