@@ -373,6 +373,12 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     7B model is held once."""
     start = time.time()
     check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
+    if ckpt.config.arch == "llava-onevision":
+        # The Python side reads these checkpoints and builds their modules (SigLIP, Qwen2; see
+        # tests/python/test_onevision_modules.py); the C++ side has no OneVision image / video
+        # path yet, so a bundle would load nowhere.
+        raise ExportError(f"{ckpt.folder}: llava-onevision checkpoints cannot be exported yet: era's "
+                          f"C++ runtime has no LLaVA-OneVision family (anyres_max_9, video) so far")
     try:
         attention = resolve_attention(attention_mode)
     except ValueError as e:

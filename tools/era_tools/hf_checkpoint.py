@@ -1,6 +1,8 @@
 """Load and validate an HF LLaVA checkpoint folder: LLaVA-1.5 (`LlavaForConditionalGeneration`,
 model_type "llava") or LLaVA-NeXT / v1.6 (`LlavaNextForConditionalGeneration`, model_type
-"llava_next", e.g. llava-hf/llava-v1.6-vicuna-7b-hf).
+"llava_next", e.g. llava-hf/llava-v1.6-vicuna-7b-hf); LLaVA-OneVision
+(`LlavaOnevisionForConditionalGeneration`, model_type "llava_onevision": SigLIP + Qwen2, its
+byte-level BPE tokenizer.json) is read and its modules built, not yet exported.
 
 What is read:
   config.json               with HF's class defaults filled in for every field we use (the llava-hf
@@ -64,12 +66,30 @@ MISTRAL_DEFAULTS = {
     "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "rope_scaling": None, "attention_bias": False,
     "mlp_bias": False, "tie_word_embeddings": False, "sliding_window": 4096,
 }
-TEXT_DEFAULTS = {"llama": LLAMA_DEFAULTS, "mistral": MISTRAL_DEFAULTS}
+# Qwen2Config's defaults (transformers configuration_qwen2.py): the LLaMA decoder plus biases on
+# q/k/v (not o), a sliding window only when use_sliding_window is set (era refuses that).
+QWEN2_DEFAULTS = {
+    "vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+    "head_dim": None, "hidden_act": "silu", "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "rope_scaling": None,
+    "tie_word_embeddings": False, "use_sliding_window": False,
+}
+TEXT_DEFAULTS = {"llama": LLAMA_DEFAULTS, "mistral": MISTRAL_DEFAULTS, "qwen2": QWEN2_DEFAULTS}
 CLIP_VISION_DEFAULTS = {
     "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
     "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 32,
     "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5,
 }
+# SiglipVisionConfig's defaults (transformers configuration_siglip.py).
+SIGLIP_VISION_DEFAULTS = {
+    "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16,
+    "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6,
+}
+VISION_DEFAULTS = {"clip_vision_model": CLIP_VISION_DEFAULTS, "siglip_vision_model": SIGLIP_VISION_DEFAULTS}
+# The activation each tower's era module implements.
+VISION_ACT = {"clip_vision_model": "quick_gelu", "siglip_vision_model": "gelu_pytorch_tanh"}
 # LlavaConfig builds this CLIP-L/14-336 config when config.json has no vision_config at all.
 LLAVA_DEFAULT_VISION = dict(CLIP_VISION_DEFAULTS, hidden_size=1024, intermediate_size=4096,
                             num_hidden_layers=24, num_attention_heads=16, image_size=336,
@@ -77,8 +97,24 @@ LLAVA_DEFAULT_VISION = dict(CLIP_VISION_DEFAULTS, hidden_size=1024, intermediate
 
 # LlavaNextConfig's default image_grid_pinpoints (also what llava-v1.6 config.json files list).
 NEXT_DEFAULT_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+# LlavaOnevisionConfig builds this SigLIP-so400m/14-384 tower when config.json has no vision_config.
+ONEVISION_DEFAULT_VISION = dict(SIGLIP_VISION_DEFAULTS, hidden_size=1152, intermediate_size=4304,
+                                patch_size=14, image_size=384, num_hidden_layers=26,
+                                num_attention_heads=16)
+# LlavaOnevisionConfig's default image_grid_pinpoints: every (h, w) in 384..2304 step 384.
+ONEVISION_DEFAULT_PINPOINTS = [[h, w] for h in range(384, 2305, 384) for w in range(384, 2305, 384)]
 ARCH_OF_MODEL_TYPE = {"llava": ("llava-1.5", "LlavaForConditionalGeneration"),
-                      "llava_next": ("llava-next", "LlavaNextForConditionalGeneration")}
+                      "llava_next": ("llava-next", "LlavaNextForConditionalGeneration"),
+                      "llava_onevision": ("llava-onevision", "LlavaOnevisionForConditionalGeneration")}
+# What each architecture's config class assumes for fields config.json may leave out.
+ARCH_DEFAULTS = {
+    "llava-1.5": {"text_type": "llama", "vision_type": "clip_vision_model", "feature_layer": -2,
+                  "strategy": "default", "image_token": 32000},
+    "llava-next": {"text_type": "llama", "vision_type": "clip_vision_model", "feature_layer": -2,
+                   "strategy": "default", "image_token": 32000},
+    "llava-onevision": {"text_type": "qwen2", "vision_type": "siglip_vision_model",
+                        "feature_layer": -1, "strategy": "full", "image_token": 151646},
+}
 
 # checkpoint-name prefix -> (part, canonical prefix). Both layouts; matched longest first.
 # (`image_newline` is a whole name, not a prefix: the canonical name is the prefix itself.)
@@ -127,6 +163,11 @@ class VisionConfig:
     feature_layer: object          # config.json's vision_feature_layer: an int or a list
     select_strategy: str           # "default" (CLS dropped) or "full" (CLS kept)
     feature_layers: list = None    # the same as a list
+    model_type: str = "clip_vision_model"   # or "siglip_vision_model" (no CLS token)
+
+    @property
+    def has_cls(self):
+        return self.model_type == "clip_vision_model"
 
     def states_index(self, k):
         """HF hidden_states index k -> non-negative index (0 = embeddings, i = layer i-1 out)."""
@@ -144,7 +185,10 @@ class VisionConfig:
 
     @property
     def tokens_per_crop(self):
-        """Visual tokens of one crop: the patches, plus the CLS token under "full"."""
+        """Visual tokens of one crop: the patches, plus the CLS token under "full" (CLIP); SigLIP
+        has no CLS, and "default" drops its first patch as transformers does."""
+        if not self.has_cls:
+            return self.num_patches - (0 if self.select_strategy == "full" else 1)
         return self.num_patches + (1 if self.select_strategy == "full" else 0)
 
     @property
@@ -179,8 +223,9 @@ class TextConfig:
     rms_norm_eps: float
     rope_theta: float
     tie_word_embeddings: bool
-    model_type: str = "llama"      # text_config.model_type: "llama" | "mistral"
+    model_type: str = "llama"      # text_config.model_type: "llama" | "mistral" | "qwen2"
     sliding_window: int = None     # mistral: attention window (None: attends to everything)
+    qkv_bias: bool = False         # qwen2: q/k/v projections carry a bias (o_proj does not)
 
     @property
     def cache_head_dim(self):
@@ -216,7 +261,7 @@ class LlavaConfig:
     projector_act: str
     projector_bias: bool
     raw: dict
-    arch: str = "llava-1.5"        # "llava-1.5" | "llava-next"
+    arch: str = "llava-1.5"        # "llava-1.5" | "llava-next" | "llava-onevision"
     grid_pinpoints: list = None    # NeXT: [[height, width], ...] as in config.json; else None
 
     @property
@@ -300,13 +345,15 @@ def load_config(folder):
             f"llava-hf copy of the model (e.g. llava-hf/llava-1.5-7b-hf, llava-hf/llava-v1.6-vicuna-7b-hf)")
     if arch is None or (archs and hf_class not in archs):
         raise CheckpointError(
-            f"{path}: not a LLaVA-1.5 or LLaVA-NeXT checkpoint (model_type={model_type!r}, "
-            f"architectures={archs!r}; expected model_type 'llava' / LlavaForConditionalGeneration "
-            f"or 'llava_next' / LlavaNextForConditionalGeneration)")
+            f"{path}: not a LLaVA-1.5, LLaVA-NeXT or LLaVA-OneVision checkpoint "
+            f"(model_type={model_type!r}, architectures={archs!r}; expected model_type 'llava' / "
+            f"LlavaForConditionalGeneration, 'llava_next' / LlavaNextForConditionalGeneration or "
+            f"'llava_onevision' / LlavaOnevisionForConditionalGeneration)")
+    defaults = ARCH_DEFAULTS[arch]
 
-    # ---- text (LLaMA)
+    # ---- text (LLaMA, Mistral, Qwen2)
     tc_raw = raw.get("text_config")
-    text_type = (tc_raw or {}).get("model_type", "llama")
+    text_type = (tc_raw or {}).get("model_type", defaults["text_type"])
     if text_type not in TEXT_DEFAULTS:
         raise CheckpointError(f"{path}: text_config.model_type {text_type!r} is not supported "
                               f"(one of {', '.join(TEXT_DEFAULTS)})")
@@ -330,6 +377,9 @@ def load_config(folder):
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise CheckpointError(f"{where}: sliding_window must be a positive integer or null, got "
                               f"{window!r}")
+    if text_type == "qwen2" and tc.get("use_sliding_window"):
+        raise CheckpointError(f"{where}: use_sliding_window true is not supported (Qwen2's "
+                              f"per-layer sliding window; the LLaVA-OneVision models leave it off)")
     if tc.get("hidden_act") != "silu":
         raise CheckpointError(f"{where}: hidden_act {tc.get('hidden_act')!r} not supported (silu)")
     if tc.get("attention_bias") or tc.get("mlp_bias"):
@@ -354,25 +404,29 @@ def load_config(folder):
         rms_norm_eps=float(tc["rms_norm_eps"]), rope_theta=float(tc["rope_theta"]),
         tie_word_embeddings=bool((tc_raw or {}).get("tie_word_embeddings",
                                                     raw.get("tie_word_embeddings", False))),
-        model_type=text_type, sliding_window=window)
+        model_type=text_type, sliding_window=window, qkv_bias=text_type == "qwen2")
 
-    # ---- vision (CLIP)
+    # ---- vision (CLIP, SigLIP)
     vc_raw = raw.get("vision_config")
-    if vc_raw is not None and vc_raw.get("model_type", "clip_vision_model") != "clip_vision_model":
-        raise CheckpointError(f"{path}: vision_config.model_type {vc_raw.get('model_type')!r} is "
-                              f"not supported (only clip_vision_model)")
-    vc = _filled(vc_raw, CLIP_VISION_DEFAULTS) if vc_raw is not None else dict(LLAVA_DEFAULT_VISION)
+    vision_type = (vc_raw or {}).get("model_type", defaults["vision_type"])
+    if vision_type not in VISION_DEFAULTS:
+        raise CheckpointError(f"{path}: vision_config.model_type {vision_type!r} is not supported "
+                              f"(one of {', '.join(VISION_DEFAULTS)})")
+    if vc_raw is not None:
+        vc = _filled(vc_raw, VISION_DEFAULTS[vision_type])
+    else:
+        vc = dict(LLAVA_DEFAULT_VISION if arch != "llava-onevision" else ONEVISION_DEFAULT_VISION)
     where = f"{path}: vision_config"
-    if vc.get("hidden_act") != "quick_gelu":
+    if vc.get("hidden_act") != VISION_ACT[vision_type]:
         raise CheckpointError(f"{where}: hidden_act {vc.get('hidden_act')!r} not supported "
-                              f"(quick_gelu)")
+                              f"({VISION_ACT[vision_type]} for {vision_type})")
     # transformers' semantics (LlavaModel.get_image_features in models/llava/modeling_llava.py,
     # LlavaNextModel.get_image_features in models/llava_next/modeling_llava_next.py): an int k
     # selects hidden_states[k]; a list selects each hidden_states[k] and concatenates them along
     # the hidden dim, in the listed order. hidden_states[0] is the embeddings (after
     # pre_layrnorm), hidden_states[k] the output of encoder layer k-1; negative k count from the
     # end of the num_layers + 1 states.
-    feature_layer = raw.get("vision_feature_layer", -2)
+    feature_layer = raw.get("vision_feature_layer", defaults["feature_layer"])
     is_int = lambda x: isinstance(x, int) and not isinstance(x, bool)  # noqa: E731
     if is_int(feature_layer):
         feature_layers = [feature_layer]
@@ -382,11 +436,11 @@ def load_config(folder):
         raise CheckpointError(f"{path}: vision_feature_layer {feature_layer!r} must be an integer "
                               f"or a non-empty list of integers")
     # "default" drops the CLS token (hidden_states[:, 1:]), "full" keeps it: 577 tokens at 336/14.
-    strategy = raw.get("vision_feature_select_strategy", "default")
+    strategy = raw.get("vision_feature_select_strategy", defaults["strategy"])
     if strategy not in ("default", "full"):
         raise CheckpointError(f"{path}: vision_feature_select_strategy {strategy!r} not supported "
                               f"(default or full)")
-    if strategy == "full" and arch == "llava-next":
+    if strategy == "full" and arch == "llava-next" and vision_type == "clip_vision_model":
         # LlavaNextModel.pack_image_features views every tile's tokens as a 24 x 24 grid: with
         # the CLS token kept the view fails in transformers itself, so no such checkpoint runs.
         raise CheckpointError(f"{path}: vision_feature_select_strategy 'full' is not supported "
@@ -400,10 +454,12 @@ def load_config(folder):
         num_channels=_int(vc, "num_channels", where), image_size=_int(vc, "image_size", where),
         patch_size=_int(vc, "patch_size", where), layer_norm_eps=float(vc["layer_norm_eps"]),
         hidden_act=vc["hidden_act"], feature_layer=feature_layer, select_strategy=strategy,
-        feature_layers=feature_layers)
+        feature_layers=feature_layers, model_type=vision_type)
     if vision.hidden_size % vision.num_heads:
         raise CheckpointError(f"{where}: hidden_size not divisible by num_attention_heads")
-    if vision.image_size % vision.patch_size:
+    if vision.image_size % vision.patch_size and vision.has_cls:
+        # SigLIP's "valid" convolution drops the remainder (384 / 14: 27 patches a side, the
+        # last 6 pixels unread); CLIP's position table assumes an exact division.
         raise CheckpointError(f"{where}: image_size not divisible by patch_size")
     bad = [k for k in feature_layers if not 1 <= vision.states_index(k) <= vision.num_layers]
     if bad:
@@ -416,7 +472,7 @@ def load_config(folder):
     act = raw.get("projector_hidden_act", "gelu")
     if act != "gelu":
         raise CheckpointError(f"{path}: projector_hidden_act {act!r} not supported (gelu)")
-    image_token = raw.get("image_token_index", raw.get("image_token_id", 32000))
+    image_token = raw.get("image_token_index", raw.get("image_token_id", defaults["image_token"]))
     pad = raw.get("pad_token_id", (tc_raw or {}).get("pad_token_id"))
     if not isinstance(image_token, int) or not 0 <= image_token < text.vocab_size:
         raise CheckpointError(f"{path}: image_token_index {image_token!r} is outside the "
@@ -426,6 +482,9 @@ def load_config(folder):
     pinpoints = None
     if arch == "llava-next":
         pinpoints = _pinpoints(raw.get("image_grid_pinpoints", NEXT_DEFAULT_PINPOINTS),
+                               vision.image_size, f"{path}: image_grid_pinpoints")
+    elif arch == "llava-onevision":
+        pinpoints = _pinpoints(raw.get("image_grid_pinpoints") or ONEVISION_DEFAULT_PINPOINTS,
                                vision.image_size, f"{path}: image_grid_pinpoints")
     return LlavaConfig(vision=vision, text=text, image_token_id=image_token, pad_token_id=pad,
                        projector_act=act,
@@ -467,12 +526,50 @@ def load_preprocessor(folder, vision, cfg=None):
         pc = _read_json(path, "processor_config.json").get("image_processor") \
             if os.path.isfile(path) else None
         if pc is None:
+            if cfg is not None and cfg.arch == "llava-onevision":
+                return parse_onevision_preprocessor({}, path, vision, cfg)
             return Preprocessor(crop_size=vision.image_size, shortest_edge=vision.image_size,
                                 mode="anyres" if cfg is not None and cfg.is_next else "pad")
         if not isinstance(pc, dict):
             raise CheckpointError(f"{path}: image_processor is not a JSON object")
         path += " (image_processor)"
+    if cfg is not None and cfg.arch == "llava-onevision":
+        return parse_onevision_preprocessor(pc, path, vision, cfg)
     return parse_preprocessor(pc, path, vision, cfg)
+
+
+def parse_onevision_preprocessor(pc, path, vision, cfg):
+    """LlavaOnevisionImageProcessor's settings (transformers image_processing_llava_onevision.py):
+    every crop, tiles and base image alike, is resized straight to size (height x width, no centre
+    crop) with `resample`, rescaled and normalised. Mode "onevision"; its tiling follows
+    config.json's image_grid_pinpoints and vision_aspect_ratio."""
+    ptype = pc.get("image_processor_type", "LlavaOnevisionImageProcessor")
+    if ptype not in ("LlavaOnevisionImageProcessor", "LlavaOnevisionImageProcessorFast"):
+        raise CheckpointError(f"{path}: image_processor_type {ptype!r} does not fit a "
+                              f"llava-onevision checkpoint (LlavaOnevisionImageProcessor)")
+    size = pc.get("size", {"height": 384, "width": 384})
+    if not (isinstance(size, dict) and size.get("height") == vision.image_size
+            and size.get("width") == vision.image_size):
+        raise CheckpointError(f"{path}: size {size!r} must be {{height: {vision.image_size}, "
+                              f"width: {vision.image_size}}} (the vision tower's image_size)")
+    for key, value in PREPROCESSOR_FIXED.items():
+        if key != "do_center_crop" and pc.get(key, value) is not value:
+            raise CheckpointError(f"{path}: {key} {pc.get(key)!r} not supported (only {value})")
+    if pc.get("do_center_crop"):
+        raise CheckpointError(f"{path}: do_center_crop true not supported (OneVision resizes)")
+    resample = pc.get("resample", PIL_RESAMPLE_IDS["bicubic"])
+    if PIL_RESAMPLE_NAMES.get(resample) not in ERA_RESAMPLE:
+        raise CheckpointError(f"{path}: resample {resample!r} not supported")
+    mean, std = pc.get("image_mean", CLIP_MEAN), pc.get("image_std", CLIP_STD)
+    for key, v in (("image_mean", mean), ("image_std", std)):
+        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
+            raise CheckpointError(f"{path}: {key} must be a list of 3 numbers, got {v!r}")
+    if "image_grid_pinpoints" in pc and pc["image_grid_pinpoints"] != cfg.grid_pinpoints:
+        raise CheckpointError(f"{path}: image_grid_pinpoints differ from config.json's")
+    return Preprocessor(mean=[float(x) for x in mean], std=[float(x) for x in std],
+                        crop_size=vision.image_size, resample=PIL_RESAMPLE_NAMES[resample],
+                        present=bool(pc), mode="onevision", shortest_edge=vision.image_size,
+                        processor_type=ptype)
 
 
 # The image processors era reproduces, by image_processor_type (transformers saves the class name
@@ -702,12 +799,19 @@ def expected_shapes(cfg):
     """Canonical name -> shape for everything the exported modules need, per part."""
     v, t = cfg.vision, cfg.text
     C, I, P = v.hidden_size, v.intermediate_size, v.patch_size
-    vision = {
-        "embeddings.class_embedding": [C],
-        "embeddings.patch_embedding.weight": [C, v.num_channels, P, P],
-        "embeddings.position_embedding.weight": [v.num_patches + 1, C],
-        "pre_layrnorm.weight": [C], "pre_layrnorm.bias": [C],
-    }
+    if v.has_cls:
+        vision = {
+            "embeddings.class_embedding": [C],
+            "embeddings.patch_embedding.weight": [C, v.num_channels, P, P],
+            "embeddings.position_embedding.weight": [v.num_patches + 1, C],
+            "pre_layrnorm.weight": [C], "pre_layrnorm.bias": [C],
+        }
+    else:  # SigLIP: a biased patch convolution, one position per patch, no pre-layernorm
+        vision = {
+            "embeddings.patch_embedding.weight": [C, v.num_channels, P, P],
+            "embeddings.patch_embedding.bias": [C],
+            "embeddings.position_embedding.weight": [v.num_patches, C],
+        }
     for i in range(v.layers_run):
         p = f"encoder.layers.{i}."
         for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
@@ -725,7 +829,7 @@ def expected_shapes(cfg):
     projector = {"linear_1.weight": [D, v.feature_width], "linear_2.weight": [D, D]}
     if cfg.projector_bias:
         projector.update({"linear_1.bias": [D], "linear_2.bias": [D]})
-    if cfg.is_next:
+    if cfg.arch in ("llava-next", "llava-onevision"):
         projector["image_newline"] = [D]  # one learned token closing every grid row
 
     q_out, kv_out = t.num_heads * t.head_dim, t.num_kv_heads * t.head_dim
@@ -737,6 +841,10 @@ def expected_shapes(cfg):
         text[p + "self_attn.k_proj.weight"] = [kv_out, D]
         text[p + "self_attn.v_proj.weight"] = [kv_out, D]
         text[p + "self_attn.o_proj.weight"] = [D, q_out]
+        if t.qkv_bias:
+            text[p + "self_attn.q_proj.bias"] = [q_out]
+            text[p + "self_attn.k_proj.bias"] = [kv_out]
+            text[p + "self_attn.v_proj.bias"] = [kv_out]
         text[p + "mlp.gate_proj.weight"] = [t.intermediate_size, D]
         text[p + "mlp.up_proj.weight"] = [t.intermediate_size, D]
         text[p + "mlp.down_proj.weight"] = [D, t.intermediate_size]
@@ -791,6 +899,8 @@ def load_checkpoint(folder, load_weights=True):
     pre = load_preprocessor(folder, cfg.vision, cfg)
 
     tok = os.path.join(folder, "tokenizer.model")
+    if cfg.text.model_type == "qwen2":
+        return _with_byte_level_tokenizer(folder, cfg, pre, load_weights)
     if not os.path.isfile(tok):
         raise CheckpointError(f"{tok}: tokenizer.model not found (the SentencePiece model is "
                               f"required)")
@@ -805,6 +915,39 @@ def load_checkpoint(folder, load_weights=True):
                               f"vocab_size {cfg.text.vocab_size}")
     ckpt = LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
                            tokenizer_vocab_size=tok_vocab, bos_id=sp.bos_id(), eos_id=sp.eos_id())
+    return _with_weights(ckpt, folder, cfg, load_weights)
+
+
+def _with_byte_level_tokenizer(folder, cfg, pre, load_weights):
+    """Qwen2's tokenizer: the byte-level BPE of tokenizer.json (read by the C++ side's
+    ByteLevelBpe). No BOS; EOS is tokenizer_config.json's eos_token."""
+    tok = os.path.join(folder, "tokenizer.json")
+    data = _read_json(tok, "tokenizer.json (Qwen2's byte-level BPE)")
+    model = data.get("model")
+    if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise CheckpointError(f"{tok}: model must be a BPE model with a vocab")
+    ids = list(model["vocab"].values()) + [t.get("id") for t in data.get("added_tokens") or []
+                                             if isinstance(t, dict)]
+    if not all(isinstance(i, int) and i >= 0 for i in ids):
+        raise CheckpointError(f"{tok}: token ids must be non-negative integers")
+    vocab = max(ids) + 1
+    if vocab > cfg.text.vocab_size:
+        raise CheckpointError(f"{tok}: tokenizer has {vocab} ids, more than the model's vocab_size "
+                              f"{cfg.text.vocab_size}")
+    by_content = {t["content"]: t["id"] for t in data.get("added_tokens") or []
+                  if isinstance(t, dict) and "content" in t}
+    tc_path = os.path.join(folder, "tokenizer_config.json")
+    tc = _read_json(tc_path, "tokenizer_config.json") if os.path.isfile(tc_path) else {}
+    eos = tc.get("eos_token")
+    if isinstance(eos, dict):
+        eos = eos.get("content")
+    eos_id = by_content.get(eos, model["vocab"].get(eos, -1)) if isinstance(eos, str) else -1
+    ckpt = LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
+                           tokenizer_vocab_size=vocab, bos_id=-1, eos_id=eos_id)
+    return _with_weights(ckpt, folder, cfg, load_weights)
+
+
+def _with_weights(ckpt, folder, cfg, load_weights):
     ckpt.added_tokens = load_added_tokens(folder, cfg)
     ckpt.chat_template = load_chat_template(folder)
     ckpt.generation_eos = load_generation_eos(folder, cfg)

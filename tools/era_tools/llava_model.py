@@ -402,12 +402,13 @@ LAR_AUGMENTED, LAR_MASK = 0, 1  # the decoder's lar_path argument
 class LlamaAttention(nn.Module):
     def __init__(self, cfg, core, device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype, "bias": False}
+        kw = {"device": device, "dtype": dtype}
         D, H, Hkv, hd = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        self.q_proj = nn.Linear(D, H * hd, **kw)
-        self.k_proj = nn.Linear(D, Hkv * hd, **kw)
-        self.v_proj = nn.Linear(D, Hkv * hd, **kw)
-        self.o_proj = nn.Linear(H * hd, D, **kw)
+        qkv_bias = bool(getattr(cfg, "qkv_bias", False))  # Qwen2: biased q/k/v, unbiased o
+        self.q_proj = nn.Linear(D, H * hd, bias=qkv_bias, **kw)
+        self.k_proj = nn.Linear(D, Hkv * hd, bias=qkv_bias, **kw)
+        self.v_proj = nn.Linear(D, Hkv * hd, bias=qkv_bias, **kw)
+        self.o_proj = nn.Linear(H * hd, D, bias=False, **kw)
         self.num_heads, self.num_kv_heads, self.head_dim = H, Hkv, hd
         self.n_rep = H // Hkv
         self.cache_head_dim = cfg.cache_head_dim
@@ -712,7 +713,12 @@ def _assign(module, state, dtype, what):
 
 
 def build_vision(ckpt, dtype=torch.float32):
-    module = VisionTower(ckpt.config.vision, device="meta", dtype=dtype)
+    vision = ckpt.config.vision
+    if getattr(vision, "has_cls", True):
+        module = VisionTower(vision, device="meta", dtype=dtype)
+    else:
+        from .siglip_tower import SiglipVisionTower  # the tower without a CLS token
+        module = SiglipVisionTower(vision, device="meta", dtype=dtype)
     return _assign(module, ckpt.vision, dtype, "vision tower")
 
 
@@ -720,7 +726,8 @@ def build_projector(ckpt, dtype=torch.float32):
     cfg = ckpt.config
     width = getattr(cfg.vision, "feature_width", cfg.vision.hidden_size)
     module = Projector(width, cfg.text.hidden_size, bias=cfg.projector_bias,
-                       image_newline=cfg.is_next, device="meta", dtype=dtype)
+                       image_newline=cfg.arch in ("llava-next", "llava-onevision"), device="meta",
+                       dtype=dtype)
     return _assign(module, ckpt.projector, dtype, "projector")
 
 
