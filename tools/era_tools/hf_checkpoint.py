@@ -526,14 +526,14 @@ def load_preprocessor(folder, vision, cfg=None):
         pc = _read_json(path, "processor_config.json").get("image_processor") \
             if os.path.isfile(path) else None
         if pc is None:
-            if cfg is not None and cfg.arch == "llava-onevision":
+            if getattr(cfg, "arch", None) == "llava-onevision":
                 return parse_onevision_preprocessor({}, path, vision, cfg)
             return Preprocessor(crop_size=vision.image_size, shortest_edge=vision.image_size,
                                 mode="anyres" if cfg is not None and cfg.is_next else "pad")
         if not isinstance(pc, dict):
             raise CheckpointError(f"{path}: image_processor is not a JSON object")
         path += " (image_processor)"
-    if cfg is not None and cfg.arch == "llava-onevision":
+    if getattr(cfg, "arch", None) == "llava-onevision":
         return parse_onevision_preprocessor(pc, path, vision, cfg)
     return parse_preprocessor(pc, path, vision, cfg)
 
