@@ -1,5 +1,6 @@
 // era's C++ preprocessing vs Hugging Face transformers' own image processors (CLIPImageProcessor,
-// LlavaImageProcessor with and without do_pad, LlavaNextImageProcessor; PIL backend), bit for
+// LlavaImageProcessor with and without do_pad, LlavaNextImageProcessor, LlavaOnevisionImageProcessor
+// at 384 px over its 36 pinpoints, which is the anyres mode at that tile size; PIL backend), bit for
 // bit, through the exporter's reading of the processor's preprocessor_config.json. Fixture:
 // tests/python/make_hf_image_refs.py (needs transformers: registered only with ERA_HF_PARITY).
 #include <gtest/gtest.h>

@@ -34,8 +34,13 @@ VISION = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
           "num_attention_heads": 2, "image_size": 336, "patch_size": 14}
 TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
         "num_attention_heads": 4, "vocab_size": 1024}
+# LLaVA-OneVision's tower: SigLIP at 384 px, patch 14; Qwen2 text.
+SIGLIP = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 2, "image_size": 384, "patch_size": 14}
 # (width, height): landscape, portrait, odd ratio, tiny, square.
 IMAGES = [(640, 480), (480, 640), (333, 500), (7, 5), (336, 336), (500, 500)]
+# The OneVision case also gets a wide and a tall image that pick large pinpoints (many 384 tiles).
+LARGE_IMAGES = [(1500, 900), (700, 2100)]
 
 # name -> (processor class, its settings, the mode era must choose)
 CROP = {"crop_size": {"height": 336, "width": 336}}
@@ -63,10 +68,21 @@ CASES = {
     "next_edge400": ("LlavaNextImageProcessor", dict(CROP, size={"shortest_edge": 400}), "anyres"),
     "next_edge300_box": ("LlavaNextImageProcessor",
                          dict(CROP, size={"shortest_edge": 300}, resample=4), "anyres"),
+    # llava-hf/llava-onevision-qwen2-*-ov-hf: LlavaOnevisionImageProcessor (mean/std 0.5 there;
+    # transformers' class default is CLIP's), anyres over the 36 pinpoints at 384
+    "onevision": ("LlavaOnevisionImageProcessor",
+                  {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}, "anyres"),
+    "onevision_clip_mean_bilinear": ("LlavaOnevisionImageProcessor", {"resample": 2}, "anyres"),
 }
 
 
-def write_config(folder, is_next):
+def write_config(folder, is_next, is_onevision=False):
+    if is_onevision:
+        tf.LlavaOnevisionConfig(vision_config=tf.SiglipVisionConfig(**SIGLIP).to_dict(),
+                                text_config=tf.Qwen2Config(**TEXT, num_key_value_heads=2).to_dict(),
+                                image_token_index=TEXT["vocab_size"] - 2,
+                                video_token_index=TEXT["vocab_size"] - 1).save_pretrained(folder)
+        return
     vision = tf.CLIPVisionConfig(**VISION)
     text = tf.LlamaConfig(**TEXT)
     cls = tf.LlavaNextConfig if is_next else tf.LlavaConfig
@@ -86,7 +102,7 @@ def main():
         folder = os.path.join(out, name)
         os.makedirs(folder)
         is_next = ptype == "LlavaNextImageProcessor"
-        write_config(folder, is_next)
+        write_config(folder, is_next, ptype == "LlavaOnevisionImageProcessor")
         getattr(tf, ptype + "Pil")(**settings).save_pretrained(folder)
         processor = getattr(tf, ptype + "Pil").from_pretrained(folder)
         cfg = load_config(folder)
@@ -94,7 +110,7 @@ def main():
         entry = {"name": name, "processor": ptype, "expect_mode": expect_mode,
                  "image": image_manifest(cfg, pre), "vision_image_size": cfg.vision.image_size,
                  "images": []}
-        for k, (w, h) in enumerate(IMAGES):
+        for k, (w, h) in enumerate(IMAGES + (LARGE_IMAGES if name == "onevision" else [])):
             rgb = synth(w, h, 3, seed=300 + k)
             pixels = processor(images=Image.fromarray(rgb, "RGB"), return_tensors="np")
             pixels = np.asarray(pixels["pixel_values"][0], dtype=np.float32)

@@ -65,7 +65,7 @@ class OneVisionModules(unittest.TestCase):
         self.assertEqual(cfg.text.rope_theta, 1e6)
         self.assertEqual(cfg.grid_pinpoints, self.hf.config.image_grid_pinpoints)
         self.assertEqual(cfg.image_token_id, self.hf.config.image_token_index)
-        self.assertEqual(self.ckpt.preprocessor.mode, "onevision")
+        self.assertEqual(self.ckpt.preprocessor.mode, "anyres")  # NeXT's tiling, at 384
         from transformers import AutoImageProcessor
         ip = AutoImageProcessor.from_pretrained(self.dir)
         self.assertEqual(self.ckpt.preprocessor.mean, [float(x) for x in ip.image_mean])

@@ -128,7 +128,7 @@ def image_manifest(cfg, pre):
              "shortest_edge": pre.shortest_edge, "resample": pre.resample,
              "mean": pre.mean, "std": pre.std,
              "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
-    if cfg.is_next:
+    if cfg.arch in ("llava-next", "llava-onevision"):
         # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
         image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
     return image

@@ -539,10 +539,13 @@ def load_preprocessor(folder, vision, cfg=None):
 
 
 def parse_onevision_preprocessor(pc, path, vision, cfg):
-    """LlavaOnevisionImageProcessor's settings (transformers image_processing_llava_onevision.py):
-    every crop, tiles and base image alike, is resized straight to size (height x width, no centre
-    crop) with `resample`, rescaled and normalised. Mode "onevision"; its tiling follows
-    config.json's image_grid_pinpoints and vision_aspect_ratio."""
+    """LlavaOnevisionImageProcessor's settings (transformers image_processing_llava_onevision.py).
+    For one image it is LlavaNextImageProcessor with `size` {height, width} and no centre crop: the
+    image resized into the best pinpoint and padded, cut into tiles, the base image resized to
+    size x size, every crop resized to size (a no-op at the tile size) and normalised. That is
+    era's "anyres" mode with shortest_edge = crop_size = the tile size, bit for bit (HfPreprocess
+    checks it against the processor). (Several images in one prompt are each padded to a square
+    instead: the pad mode, a per-request choice for the OneVision family.)"""
     ptype = pc.get("image_processor_type", "LlavaOnevisionImageProcessor")
     if ptype not in ("LlavaOnevisionImageProcessor", "LlavaOnevisionImageProcessorFast"):
         raise CheckpointError(f"{path}: image_processor_type {ptype!r} does not fit a "
@@ -568,7 +571,7 @@ def parse_onevision_preprocessor(pc, path, vision, cfg):
         raise CheckpointError(f"{path}: image_grid_pinpoints differ from config.json's")
     return Preprocessor(mean=[float(x) for x in mean], std=[float(x) for x in std],
                         crop_size=vision.image_size, resample=PIL_RESAMPLE_NAMES[resample],
-                        present=bool(pc), mode="onevision", shortest_edge=vision.image_size,
+                        present=bool(pc), mode="anyres", shortest_edge=vision.image_size,
                         processor_type=ptype)
 
 
