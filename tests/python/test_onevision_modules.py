@@ -13,19 +13,21 @@ through era's checkpoint loader:
   - LAR on Qwen2: log b added to the logits of the recycled keys equals transformers' decoder with
     that bias as an additive 4D mask.
 
-    test_onevision_modules.py --scratch DIR
+    test_onevision_modules.py [--checkpoint DIR]   (without it: a tiny one in a temp folder)
 """
-import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import torch
 
-ARGS = None
+from references.checkpoint_main import run_unittests
+
+CHECKPOINT = None  # set in main()
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-TOOL = os.path.join(REPO, "tools", "make_tiny_llava.py")
 
 
 def rel_err(a, b, what=None):
@@ -43,9 +45,7 @@ class OneVisionModules(unittest.TestCase):
 
         from era_tools import llava_model as lm
         from era_tools.hf_checkpoint import load_checkpoint
-        cls.dir = os.path.join(ARGS.scratch, "tiny-ov")
-        subprocess.run([sys.executable, TOOL, "--arch", "llava-onevision", "--out", cls.dir], check=True,
-                       stdout=subprocess.DEVNULL)
+        cls.dir = CHECKPOINT
         cls.hf = LlavaOnevisionForConditionalGeneration.from_pretrained(
             cls.dir, attn_implementation="eager").eval()
         cls.ckpt = load_checkpoint(cls.dir)
@@ -164,21 +164,19 @@ class OneVisionModules(unittest.TestCase):
         self.assertGreater(rel_err(self.hf_logits(embeds), want, "transformers without the mask"), 1e-3)
 
     def test_export_is_refused_until_the_runtime_exists(self):
+        out = os.path.join(tempfile.mkdtemp(prefix="era-ov-export-"), "bundle")
+        self.addCleanup(shutil.rmtree, os.path.dirname(out), True)
         r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_llava.py"), "--checkpoint", self.dir,
-                            "--out", os.path.join(ARGS.scratch, "bundle")], capture_output=True, text=True)
+                            "--out", out], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("llava-onevision checkpoints cannot be exported yet", r.stderr)
-        self.assertFalse(os.path.exists(os.path.join(ARGS.scratch, "bundle")))
+        self.assertFalse(os.path.exists(out))
 
 
-def main():
-    global ARGS
-    p = argparse.ArgumentParser()
-    p.add_argument("--scratch", required=True)
-    ARGS, rest = p.parse_known_args()
-    os.makedirs(ARGS.scratch, exist_ok=True)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+def use_checkpoint(path):
+    global CHECKPOINT
+    CHECKPOINT = path
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_unittests("llava-onevision", use_checkpoint))

@@ -29,8 +29,8 @@ NEXT = dict(CLIP, image_processor_type="LlavaNextImageProcessor", do_pad=True,
             image_grid_pinpoints=[list(p) for p in NEXT_DEFAULT_PINPOINTS])
 
 VISION = SimpleNamespace(image_size=336)
-CFG15 = SimpleNamespace(is_next=False, grid_pinpoints=None)
-CFG_NEXT = SimpleNamespace(is_next=True, grid_pinpoints=[list(p) for p in NEXT_DEFAULT_PINPOINTS])
+CFG15 = SimpleNamespace(arch="llava-1.5", is_next=False, grid_pinpoints=None)
+CFG_NEXT = SimpleNamespace(arch="llava-next", is_next=True, grid_pinpoints=[list(p) for p in NEXT_DEFAULT_PINPOINTS])
 
 
 class PreprocessorTest(unittest.TestCase):

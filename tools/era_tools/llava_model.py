@@ -94,13 +94,16 @@ class CLIPAttention(nn.Module):
         self.k_proj = nn.Linear(C, C, **kw)
         self.v_proj = nn.Linear(C, C, **kw)
         self.out_proj = nn.Linear(C, C, **kw)
+        # SigLIP (siglip_tower.py) has no CLS token: token 0 is a patch like the others
+        self.has_cls = bool(getattr(cfg, "has_cls", True))
 
     def forward(self, x: torch.Tensor, need_saliency: bool
                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """-> (output, cls_logits [B,H,N+1] incl. the CLS column, mean_logits [B,H,N],
         mean_probs [B,H,N], mean_keys [B,N+1,head_dim]); the four saliency tensors are float32
         and empty unless need_saliency. mean_keys: the keys k_proj(x) averaged over the heads,
-        CLS included (VisionZip's token-similarity metric)."""
+        CLS included (VisionZip's token-similarity metric). Without a CLS token (SigLIP):
+        cls_logits is [B,H,0] and the mean readout averages all N query rows over all N keys."""
         B, N, C = x.shape
         q = self.q_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
@@ -108,7 +111,13 @@ class CLIPAttention(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
         probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(B, N, C)
-        if need_saliency:
+        if need_saliency and not self.has_cls:
+            full = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.scale  # [B,H,N,N]
+            cls_logits = torch.zeros(B, self.num_heads, 0, device=x.device)
+            mean_logits = full.mean(dim=2)
+            mean_probs = torch.softmax(full, dim=-1).mean(dim=2)
+            mean_keys = k.float().mean(dim=1)
+        elif need_saliency:
             # The saliency rows, recomputed in float32 from the model-dtype q/k (in fp16 the
             # in-kernel scores are too coarse to rank tokens). CLS row: [B, H, N] incl. the CLS
             # column.
@@ -134,8 +143,12 @@ class CLIPMLP(nn.Module):
         kw = {"device": device, "dtype": dtype}
         self.fc1 = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
         self.fc2 = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+        # CLIP: quick_gelu; SigLIP: gelu_pytorch_tanh (the tanh approximation)
+        self.tanh_gelu = getattr(cfg, "hidden_act", "quick_gelu") == "gelu_pytorch_tanh"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.tanh_gelu:
+            return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
         return self.fc2(quick_gelu(self.fc1(x)))
 
 
