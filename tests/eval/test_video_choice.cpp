@@ -111,7 +111,7 @@ TEST(VideoChoice, BadAnnotationsNameTheRowAndTheField) {
   expect_refused(R"([{"question_id": "1", "answer": "A"}, {"question_id": "1", "answer": "B"}])", VideoChoiceBenchmark::kVideoMme,
                  "row 2: question id \"1\" appears twice");
   expect_refused("{\"id\": \"v\", \"correct_choice\": 7}\n", VideoChoiceBenchmark::kLongVideoBench, "\"correct_choice\" must be 0..4");
-  expect_refused("{\"id\": \"v\"\n", VideoChoiceBenchmark::kLongVideoBench, "line 1: not JSON");
+  expect_refused("{\"id\": \"v\"\n", VideoChoiceBenchmark::kLongVideoBench, "line 1: not valid JSON");
   expect_refused("[]", VideoChoiceBenchmark::kVideoMme, "no Video-MME rows");
 }
 

@@ -122,6 +122,26 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what, 
   }
 }
 
+void for_each_jsonl(const std::string& path, const std::string& what,
+                    const std::function<void(const nlohmann::json&, const std::string& where)>& f) {
+  std::istringstream in(read_text_file(path, what));
+  std::string line;
+  size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = what + " " + path + " line " + std::to_string(number);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error&) {
+      throw Error(ErrorCode::kInvalidArgument, where + ": not valid JSON");
+    }
+    if (!j.is_object()) throw Error(ErrorCode::kInvalidArgument, where + ": expected a JSON object");
+    f(j, where);
+  }
+}
+
 }  // namespace detail
 LatestAnswers latest_answers(const AnswerFile& answers, const std::function<bool(const Answer&)>& known) {
   LatestAnswers out;

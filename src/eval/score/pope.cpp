@@ -16,27 +16,6 @@ using nlohmann::json;
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
-// Each non-blank line of a JSONL file, parsed, with its line number.
-template <typename F>
-void for_each_jsonl(const std::string& path, const std::string& what, F&& f) {
-  std::istringstream in(read_text_file(path, what));
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = what + " " + path + " line " + std::to_string(number);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::parse_error&) {
-      fail(where + ": not valid JSON");
-    }
-    if (!j.is_object()) fail(where + ": expected a JSON object");
-    f(j, where);
-  }
-}
-
 const std::string kPrefix = "coco_pope_", kSuffix = ".json";
 
 bool is_label_file(const std::string& name) {
@@ -86,7 +65,7 @@ size_t PopeResult::error_records() const {
 
 std::unordered_map<std::string, std::string> read_question_categories(const std::string& path) {
   std::unordered_map<std::string, std::string> out;
-  for_each_jsonl(path, "questions", [&](const json& j, const std::string& where) {
+  detail::for_each_jsonl(path, "questions", [&](const json& j, const std::string& where) {
     if (!j.contains("question_id") || !j.contains("category") || !j["category"].is_string())
       fail(where + ": needs question_id and a string category");
     out[detail::id_string(j["question_id"], where + ": question_id")] = j["category"].get<std::string>();
@@ -113,7 +92,7 @@ std::map<std::string, std::vector<bool>> read_pope_labels(const std::string& pat
     const std::string name = file.filename().string();
     const std::string split = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
     auto& labels = out[split];
-    for_each_jsonl(file.string(), "labels", [&](const json& j, const std::string& where) {
+    detail::for_each_jsonl(file.string(), "labels", [&](const json& j, const std::string& where) {
       if (!j.contains("label") || !j["label"].is_string()) fail(where + ": no string \"label\"");
       labels.push_back(j["label"].get<std::string>() != "no");
     });

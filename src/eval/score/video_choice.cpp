@@ -43,26 +43,13 @@ std::string text_field(const json& row, const char* key, const std::string& wher
 // A JSON list of rows, or JSON Lines.
 std::vector<json> read_rows(const std::string& path) {
   const std::string text = read_text_file(path, "annotations");
-  size_t first = text.find_first_not_of(" \t\r\n");
+  const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '[') {
     const json all = detail::read_json_file(path, "annotations");
     return std::vector<json>(all.begin(), all.end());
   }
   std::vector<json> rows;
-  size_t line_no = 0, start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    const std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (py_strip(line).empty()) continue;
-    try {
-      rows.push_back(json::parse(line));
-    } catch (const json::parse_error& e) {
-      fail("annotations " + path + " line " + std::to_string(line_no) + ": not JSON (" + e.what() + ")");
-    }
-  }
+  detail::for_each_jsonl(path, "annotations", [&](const json& row, const std::string&) { rows.push_back(row); });
   return rows;
 }
 
