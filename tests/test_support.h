@@ -22,6 +22,8 @@ inline std::string testdata_dir() { return ERA_TESTDATA_DIR; }
 inline std::string bundle_dir() { return testdata_dir() + "/bundle-llava-1.5"; }
 inline std::string checkpoint_dir() { return testdata_dir() + "/tiny-llava-1.5"; }
 inline std::string next_bundle_dir() { return testdata_dir() + "/bundle-llava-next"; }
+// make_random_bundle.py --preset tiny-onevision (SigLIP + Qwen2, byte-level BPE; no transformers).
+inline std::string onevision_bundle_dir() { return testdata_dir() + "/bundle-llava-onevision"; }
 inline std::string era_infer_path() { return ERA_INFER_PATH; }
 inline std::string era_reduce_path() { return ERA_REDUCE_PATH; }
 inline std::string era_score_path() { return ERA_SCORE_PATH; }

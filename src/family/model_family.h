@@ -1,8 +1,9 @@
 #pragma once
 // The model-family seam: everything that differs between model families (LLaVA-1.5, LLaVA-NeXT,
-// and the Qwen2-based families next) sits behind this one interface, chosen from the bundle
+// LLaVA-OneVision) sits behind this one interface, chosen from the bundle
 // manifest's `arch`. The pipeline (src/pipeline/) calls only this interface; each family lives in
-// its own folder (family/llava15/, family/llava_next/) and is registered in family/registry.cpp.
+// its own folder (family/llava15/, family/llava_next/, family/llava_onevision/) and is registered
+// in family/registry.cpp.
 //
 // What a family decides:
 //   - the prompt: the conversation template and where image placeholders go, and how the prompt
@@ -63,6 +64,12 @@ class ModelFamily {
   // ---- images ---------------------------------------------------------------------------------
   // One decoded RGB image (CV_8UC3) -> the uint8 RGB crops the vision tower sees, in order.
   virtual std::vector<cv::Mat> crops(const cv::Mat& rgb) const = 0;
+  // The crops of one image of a prompt with `images_in_prompt` images: families that treat a
+  // multi-image prompt differently (LLaVA-OneVision pads each to one square crop) override it.
+  virtual std::vector<cv::Mat> crops_in_prompt(const cv::Mat& rgb, int images_in_prompt) const {
+    (void)images_in_prompt;
+    return crops(rgb);
+  }
   // One crop -> float32 [3, S, S], the vision tower's input.
   virtual torch::Tensor normalize(const cv::Mat& crop) const = 0;
 

@@ -5,6 +5,7 @@
 #include "era/error.h"
 #include "family/llava15/llava15_family.h"
 #include "family/llava_next/llava_next_family.h"
+#include "family/llava_onevision/llava_onevision_family.h"
 #include "family/model_family.h"
 
 namespace era {
@@ -16,6 +17,7 @@ const std::vector<std::pair<std::string, Factory>>& families() {
   static const std::vector<std::pair<std::string, Factory>> table = {
       {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }},
       {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }},
+      {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }},
   };
   return table;
 }

@@ -84,7 +84,7 @@ void check_modules(const ModelBundle& b) {
   const auto& v = m.vision;
   ShapeChecker vision(b.vision, b.dir, m.vision_file);
   vision.expect("embeddings.patch_embedding.weight", {v.hidden_size, 3, v.patch_size, v.patch_size});
-  vision.expect("embeddings.position_embedding.weight", {v.num_patches + 1, v.hidden_size});
+  vision.expect("embeddings.position_embedding.weight", {v.num_patches + (v.has_cls ? 1 : 0), v.hidden_size});
   // The exporter keeps the layers_run layers the features need (the rest never run).
   const int64_t vision_mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
   for (int64_t i = 0; i < v.layers_run; ++i) {
@@ -137,6 +137,7 @@ void check_modules(const ModelBundle& b) {
   // BOS and EOS are the tokenizer's own pieces or added tokens; an id outside both would prompt
   // and stop on tokens the model never saw.
   for (const auto& [field, id] : {std::pair{"tokens.bos_id", m.tokens.bos_id}, std::pair{"tokens.eos_id", m.tokens.eos_id}}) {
+    if (id < 0) continue;  // bos_id -1: no BOS (the manifest allows it for BOS only)
     bool known = id < b.tokenizer->size();
     for (const auto& added : m.tokens.added_tokens) known = known || added.id == id;
     if (!known) {

@@ -166,6 +166,16 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
   require(filter.has_value(), path,
           "image.resample '" + im.resample + "' is not one of box, bilinear, hamming, bicubic, lanczos");
   im.filter = *filter;
+  if (const json* cap = find_node(j, "image.vision_aspect_ratio")) {
+    const std::string text = cap->is_string() ? cap->get<std::string>() : "";
+    const std::string prefix = "anyres_max_";
+    const std::string digits = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
+    require(!digits.empty() && digits.size() <= 3 && digits.find_first_not_of("0123456789") == std::string::npos &&
+                std::stoi(digits) > 0,
+            path, "image.vision_aspect_ratio must be \"anyres_max_N\" with N a positive tile count, got " + cap->dump());
+    require(im.layout == ImageLayout::kAnyres, path, "image.vision_aspect_ratio needs image.aspect_ratio \"anyres\"");
+    im.anyres_max_tiles = std::stoi(digits);
+  }
   return im;
 }
 
@@ -211,7 +221,12 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   auto& v = m.vision;
   v.image_size = int_field(j, "vision.image_size", path, 1, kMaxImageSize);
   v.patch_size = int_field(j, "vision.patch_size", path, 1, v.image_size);
-  if (v.image_size % v.patch_size != 0)
+  if (const json* has_cls = find_node(j, "vision.has_cls")) {
+    require(has_cls->is_boolean(), path, "vision.has_cls must be true or false");
+    v.has_cls = has_cls->get<bool>();
+  }
+  // SigLIP's patch convolution drops the remainder (384 px / 14 -> 27 patches); CLIP's sizes divide.
+  if (v.has_cls && v.image_size % v.patch_size != 0)
     bad_value(path, "vision.patch_size", json(v.patch_size), "must divide vision.image_size " + std::to_string(v.image_size));
   const int64_t side = v.image_size / v.patch_size;
   v.num_patches = int_field(j, "vision.num_patches", path, side * side, side * side);  // (image_size / patch_size)^2
@@ -265,7 +280,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
 
   auto& k = m.tokens;
   const int64_t last_id = t.vocab_size - 1;
-  k.bos_id = int_field(j, "tokens.bos_id", path, 0, last_id);  // ids: inside the vocabulary
+  // ids: inside the vocabulary; bos_id -1: the tokenizer has no BOS (Qwen2)
+  k.bos_id = int_field(j, "tokens.bos_id", path, -1, last_id);
   k.eos_id = int_field(j, "tokens.eos_id", path, 0, last_id);
   k.pad_id = int_field_or(j, "tokens.pad_id", path, -1, last_id, -1);  // -1: none
   k.image_token_id = int_field(j, "tokens.image_token_id", path, 0, last_id);

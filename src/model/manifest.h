@@ -26,8 +26,12 @@ struct VisionSpec {
   // HF vision_feature_select_strategy: "default" drops the CLS token, "full" keeps it (one more
   // visual token per crop, which no reduction method's patch geometry covers).
   std::string select_strategy = "default";
-  int64_t tokens_per_crop = 576;  // num_patches, + 1 under "full"
-  bool keeps_cls() const { return select_strategy == "full"; }
+  int64_t tokens_per_crop = 576;  // num_patches, + 1 under "full" with a CLS token
+  // vision.has_cls (bundles without the field: true). SigLIP (LLaVA-OneVision) has no CLS token:
+  // "full" is then the patches alone, and saliency comes from the mean attention each token
+  // receives instead of the CLS row.
+  bool has_cls = true;
+  bool keeps_cls() const { return has_cls && select_strategy == "full"; }
 };
 
 struct TextSpec {
@@ -80,6 +84,10 @@ struct ImageSpec {
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
   std::array<uint8_t, 3> pad_color{};
+  // image.vision_aspect_ratio "anyres_max_N" (LLaVA-OneVision): an unpadded tile grid of more than
+  // N tiles' worth of tokens (by a factor > 1.1) is downscaled bilinearly to about N tiles' worth.
+  // 0: no cap (LLaVA-NeXT).
+  int64_t anyres_max_tiles = 0;
 };
 
 // The decoder/vision module interface this build calls (BUNDLE_FORMAT.md, "decoder_api").
@@ -87,7 +95,7 @@ inline constexpr int kDecoderApi = 2;
 
 struct Manifest {
   int format_version = 1;
-  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next"
+  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next", "llava-onevision"
   std::string model_name;
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"

@@ -68,7 +68,7 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   for (const auto& image : images) {
     const cv::Mat rgb = rgb_of(image, impl.image_limits);
     in.image_sizes.push_back({rgb.rows, rgb.cols});
-    const std::vector<cv::Mat> crops = family.crops(rgb);
+    const std::vector<cv::Mat> crops = family.crops_in_prompt(rgb, static_cast<int>(images.size()));
     for (const cv::Mat& crop : crops) {
       pixels.push_back(family.normalize(crop));
       in.crops.push_back(Image::from_pixels(crop.data, crop.cols, crop.rows, static_cast<int>(crop.step), PixelFormat::kRGB8));

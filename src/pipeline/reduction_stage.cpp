@@ -39,7 +39,6 @@ torch::Tensor instruction_embeddings(const SessionState& impl, const Request& re
 ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedInput& in,
                             const Request& request) {
   const MethodSpec& method = find_method(request.reduction.method);
-  const auto reducer = make_reducer(request.reduction);
   ImageTokens image;
   image.vision = &vision;
   if (method.capabilities.needs_instruction) image.instruction = instruction_embeddings(impl, request);
@@ -51,11 +50,24 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
                 "reduction method '" + method.name + "' is not supported for this bundle: its checkpoint keeps the CLS token "
                 "(vision_feature_select_strategy \"full\"); only method 'full' runs on it");
   }
+  // A tower without a CLS token (SigLIP): VisionZip has nothing to rank by; ERA's DEP reads the
+  // mean attention each token receives (readout "mean"), the one readout such a tower has
+  // (README, ERA decisions: "DEP saliency without a CLS token").
+  ReductionRequest reduction = request.reduction;
+  if (!impl.bundle.manifest.vision.has_cls) {
+    if (method.capabilities.needs_cls) {
+      throw Error(ErrorCode::kInvalidArgument, "reduction method '" + method.name + "' ranks tokens by the vision tower's "
+                                               "CLS token, which this bundle's tower has none of (" +
+                                                   impl.bundle.manifest.arch + ", vision.has_cls false)");
+    }
+    reduction.era.readout = SaliencyReadout::kMean;
+  }
+  const auto reducer = make_reducer(reduction);
   ReducedImages out;
   for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
     image.count = in.crops_per_image[i];
     image.size = in.image_sizes[i];
-    out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, request.reduction));
+    out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, reduction));
     out.descriptions.push_back(describe(method.name, image.count * per_crop, out.tokens.back()));
     image.first += image.count;
   }

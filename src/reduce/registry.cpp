@@ -73,7 +73,9 @@ std::vector<MethodSpec> build_registry() {
                                  [](const ReductionRequest&) { return std::make_unique<DivPruneReducer>(); }));
   MethodCapabilities per_crop;
   per_crop.per_crop_only = true;
-  table.push_back(before_decoder("visionzip", "VisionZip: dominant tokens by CLS attention + merged contextual tokens", per_crop,
+  MethodCapabilities cls_per_crop = per_crop;
+  cls_per_crop.needs_cls = true;
+  table.push_back(before_decoder("visionzip", "VisionZip: dominant tokens by CLS attention + merged contextual tokens", cls_per_crop,
                                  {"visionzip_contextual_fraction"}, [](const ReductionRequest& r) {
                                    return std::make_unique<VisionZipReducer>(r.baselines.visionzip_contextual_fraction);
                                  }));

@@ -27,6 +27,9 @@ struct MethodCapabilities {
   bool per_crop_only = false;
   // Reads ReductionInput::instruction_embeddings (CDPruner's relevance).
   bool needs_instruction = false;
+  // Reads the vision tower's CLS token (VisionZip's dominant tokens and contextual merge): refused
+  // on towers without one (SigLIP, LLaVA-OneVision).
+  bool needs_cls = false;
 };
 
 struct MethodSpec {

@@ -18,6 +18,8 @@ const TemplateEntry kTemplates[] = {
     {"mistral_instruct", TemplateStyle::kMistralInstruct, ""},
     {"chatml_direct", TemplateStyle::kChatmlDirect, "Answer the questions."},
     {"chatml", TemplateStyle::kChatml, ""},
+    // LLaVA's conv_qwen_1_5 (LLaVA-OneVision / LLaVA-Video evaluation): ChatML with a system turn
+    {"qwen_1_5", TemplateStyle::kChatml, "You are a helpful assistant."},
 };
 
 // The images' placeholders over all user texts of a conversation: where none are written, one
@@ -117,7 +119,8 @@ std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std:
   for (const auto& t : added_tokens) {
     if (!t.content.empty()) specials.push_back(t);
   }
-  std::vector<int64_t> out{tokenizer.bos_id()};
+  std::vector<int64_t> out;
+  if (tokenizer.bos_id() >= 0) out.push_back(tokenizer.bos_id());  // Qwen2's byte-level BPE has none
   size_t start = 0;
   while (true) {
     size_t best_at = std::string::npos;

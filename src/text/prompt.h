@@ -22,6 +22,8 @@ namespace era {
 //   chatml            "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n" with an optional
 //                      "<|im_start|>system\n{system}<|im_end|>\n" first (the llava-hf 34b chat
 //                      template: no default system, a newline after every <|im_end|>)
+//   qwen_1_5          chatml with the system "You are a helpful assistant." (LLaVA conv_qwen_1_5:
+//                      LLaVA-OneVision / LLaVA-Video evaluation in lmms-eval)
 // Where {user} is "<image>\n" per image followed by the question.
 enum class TemplateStyle { kVicunaV1, kMistralInstruct, kChatmlDirect, kChatml };
 

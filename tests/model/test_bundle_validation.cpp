@@ -77,7 +77,10 @@ const std::vector<ManifestCase>& manifest_cases() {
       {"vision_heads_do_not_divide", [](json& m) { m["vision"]["num_heads"] = 5; }, {"vision.num_heads = 5", "divide"}},
       {"feature_layer_outside", [](json& m) { m["vision"]["feature_layer"] = -9; }, {"vision.feature_layer = -9", "from -5 to 4"}},
       {"layers_run_beyond", [](json& m) { m["vision"]["layers_run"] = 7; }, {"vision.layers_run = 7", "from 1 to 4"}},
-      {"bos_outside_vocabulary", [](json& m) { m["tokens"]["bos_id"] = 5000; }, {"tokens.bos_id = 5000", "from 0 to 1023"}},
+      {"bos_outside_vocabulary", [](json& m) { m["tokens"]["bos_id"] = 5000; }, {"tokens.bos_id = 5000", "from -1 to 1023"}},
+      {"has_cls_not_boolean", [](json& m) { m["vision"]["has_cls"] = "no"; }, {"vision.has_cls must be true or false"}},
+      // CLIP's patch size must divide its image size (only SigLIP, has_cls false, drops a remainder)
+      {"clip_patch_does_not_divide", [](json& m) { m["vision"]["patch_size"] = 13; }, {"vision.patch_size = 13", "divide"}},
       {"eos_negative", [](json& m) { m["tokens"]["eos_id"] = -1; }, {"tokens.eos_id = -1"}},
       {"pad_outside", [](json& m) { m["tokens"]["pad_id"] = 1024; }, {"tokens.pad_id = 1024", "from -1 to 1023"}},
       {"stop_id_outside", [](json& m) { m["tokens"]["stop_ids"] = {2, 99999}; }, {"tokens.stop_ids[1] = 99999"}},

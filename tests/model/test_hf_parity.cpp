@@ -39,10 +39,18 @@ std::vector<int64_t> one_placeholder_per_image(const std::vector<int64_t>& ids, 
   return out;
 }
 
+// One prompt of a case: its image (or images, "pngs"), and the question in the bundle's template,
+// or (OneVision cases, "raw_prompt") the very text transformers' chat template gave.
 Request request_for(const nlohmann::json& c, const nlohmann::json& image) {
   Request req;
-  req.images = {image["png"].get<std::string>()};
-  req.prompt = c["question"].get<std::string>();
+  req.images = image.contains("pngs") ? image["pngs"].get<std::vector<std::string>>()
+                                      : std::vector<std::string>{image["png"].get<std::string>()};
+  if (c.value("raw_prompt", false)) {
+    req.prompt = c["prompt"].get<std::string>();
+    req.use_template = false;
+  } else {
+    req.prompt = c["question"].get<std::string>();
+  }
   return req;
 }
 
@@ -93,6 +101,50 @@ TEST(HfParity, NextGqaCustomPinpoints) { check_case("next_gqa_pins"); }
 TEST(HfParity, NextFeatureLayerList) { check_case("next_layers"); }
 TEST(HfParity, NextMistralTextModel) { check_case("next_mistral"); }
 TEST(HfParity, NextYiChatmlPiecesInSentencePiece) { check_case("next_yi_chatml"); }
+// SigLIP + Qwen2 + byte-level BPE; anyres_max_9 with unpad on either axis and the downscale
+TEST(HfParity, OnevisionImagesAnyresMax9) { check_case("onevision_images"); }
+// two images in one prompt: one padded square crop and a newline each
+TEST(HfParity, OnevisionTwoImagesInOnePrompt) { check_case("onevision_two_images"); }
+
+// Every method on a OneVision bundle (tiled 640x480 image, and the two-image prompt): it runs with a
+// 64-token budget, or (VisionZip, which ranks by a CLS token SigLIP lacks) refuses naming itself
+// and the reason. ERA reads the mean-attention saliency there whatever readout is asked.
+TEST(HfParity, OnevisionEveryMethodRunsOrRefusesByName) {
+  if (!std::filesystem::exists(test::testdata_dir() + "/hf")) GTEST_SKIP() << "no HF parity data (ERA_HF_PARITY off)";
+  c10::InferenceMode inference;
+  for (const char* name : {"onevision_images", "onevision_two_images"}) {
+    SCOPED_TRACE(name);
+    const auto c = read_json(case_dir(name) + "/case.json");
+    auto session = Session::open(c["bundle"].get<std::string>());
+    Request req = request_for(c, c["images"][0]);
+    req.max_new_tokens = 2;
+    req.stop_at_eos = false;
+    req.reduction.tokens = 64;
+    req.reduction.baselines.fastv_layer = 1;  // the tiny decoder has 2 layers
+    req.reduction.baselines.dart_layer = 1;
+    const int64_t full = session.generate(req).stats.visual_tokens;
+    for (const auto& method : available_methods()) {
+      SCOPED_TRACE(method.name);
+      req.reduction.method = method.name;
+      try {
+        const Result r = session.generate(req);
+        EXPECT_EQ(r.tokens.size(), 2u);
+        if (method.name != "full") EXPECT_LT(r.stats.visual_tokens, full);
+      } catch (const Error& e) {
+        EXPECT_EQ(method.name, "visionzip") << e.what();
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("'visionzip'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("CLS"), std::string::npos) << e.what();
+      }
+    }
+    req.reduction.method = "era";
+    req.reduction.era.readout = SaliencyReadout::kCls;
+    const Result cls = session.generate(req);
+    req.reduction.era.readout = SaliencyReadout::kMean;
+    const Result mean = session.generate(req);
+    EXPECT_EQ(cls.reductions.at(0).kept, mean.reductions.at(0).kept);
+  }
+}
 
 // Under "full" the CLS token is a visual token: 577 per crop, and every reducing method is
 // refused by name rather than run on a patch geometry that leaves it out.

@@ -74,6 +74,24 @@ TEST(ManifestImage, UnknownSettingsAreRefusedNamingTheField) {
   EXPECT_NE(refusal(json::array()).find("not an object"), std::string::npos);
 }
 
+// LLaVA-OneVision's token cap: "anyres_max_N" is read as N tiles; anything else is refused naming
+// the field, and so is a cap on a layout without tiles.
+TEST(ManifestImage, AnyresMaxTilesIsReadAndChecked) {
+  json j = base_image();
+  j["aspect_ratio"] = "anyres";
+  j["grid_pinpoints"] = {{336, 672}, {672, 336}};
+  EXPECT_EQ(parse_image_spec(j.dump(), 336, "m.json").anyres_max_tiles, 0);
+  j["vision_aspect_ratio"] = "anyres_max_9";
+  EXPECT_EQ(parse_image_spec(j.dump(), 336, "m.json").anyres_max_tiles, 9);
+  for (const json bad : {json("anyres_max_"), json("anyres_max_0"), json("anyres"), json("anyres_max_9x"), json(9)}) {
+    j["vision_aspect_ratio"] = bad;
+    EXPECT_NE(refusal(j).find("image.vision_aspect_ratio must be \"anyres_max_N\""), std::string::npos) << refusal(j);
+  }
+  json pad = base_image();
+  pad["vision_aspect_ratio"] = "anyres_max_9";
+  EXPECT_NE(refusal(pad).find("needs image.aspect_ratio \"anyres\""), std::string::npos) << refusal(pad);
+}
+
 // Through read_manifest: a bundle whose mode is unknown does not load.
 TEST(ManifestImage, ReadManifestRefusesAnUnknownMode) {
   const fs::path dir = fs::path(test::testdata_dir()) / "scratch" / "manifest_image";

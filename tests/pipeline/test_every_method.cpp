@@ -1,7 +1,8 @@
 // The method registry end to end: every entry the registry lists runs through Session::generate on
-// both architectures (LLaVA-1.5 and LLaVA-NeXT), and does what its entry says: the unreduced one
-// keeps every token, the others keep fewer, only the ERA entries send LAR biases, in-decoder
-// methods keep every token before the decoder and report what layers >= K saw.
+// every family (LLaVA-1.5, LLaVA-NeXT, LLaVA-OneVision), and does what its entry says: the
+// unreduced one keeps every token, the others keep fewer, only the ERA entries send LAR biases,
+// in-decoder methods keep every token before the decoder and report what layers >= K saw. On
+// OneVision (SigLIP, no CLS token) VisionZip refuses by name instead.
 #include <gtest/gtest.h>
 
 #include "era/era.h"
@@ -13,6 +14,10 @@ namespace {
 Session& session_for(const std::string& arch) {
   static Session v15 = Session::open(test::bundle_dir());
   static Session next = Session::open(test::next_bundle_dir());
+  if (arch == "llava-onevision") {
+    static Session onevision = Session::open(test::onevision_bundle_dir());
+    return onevision;
+  }
   return arch == "llava-1.5" ? v15 : next;
 }
 
@@ -32,6 +37,10 @@ TEST_P(EveryMethod, RunsEndToEndAsItsEntrySays) {
   r.stop_at_eos = false;
   r.reduction.method = name;
   r.reduction.tokens = arch == "llava-1.5" ? 64 : 160;
+  if (arch == "llava-onevision" && name == "visionzip") {
+    test::expect_invalid_argument([&] { session.generate(r); }, "'visionzip' ranks tokens by the vision tower's CLS token");
+    return;
+  }
   // The tiny decoders have 2 layers: prune after layer 1.
   r.reduction.baselines.fastv_layer = r.reduction.baselines.dart_layer = 1;
   const Result full = session.generate([&] {
@@ -68,7 +77,7 @@ TEST_P(EveryMethod, RunsEndToEndAsItsEntrySays) {
 
 std::vector<std::tuple<std::string, std::string>> every_pair() {
   std::vector<std::tuple<std::string, std::string>> pairs;
-  for (const std::string arch : {"llava-1.5", "llava-next"}) {
+  for (const std::string arch : {"llava-1.5", "llava-next", "llava-onevision"}) {
     for (const MethodInfo& m : available_methods()) pairs.emplace_back(arch, m.name);
   }
   return pairs;

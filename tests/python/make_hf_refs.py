@@ -111,17 +111,54 @@ def build(case, tok):
     return model, processor
 
 
-def references(model, processor, image, prompt, out):
+def build_onevision(case):
+    """LlavaOnevisionForConditionalGeneration at hf_cases' widths with the real geometry, its
+    processor (LlavaOnevisionImageProcessorPil over the 36 real pinpoints, the Qwen2-style
+    tokenizer of tools/era_tools/data/qwen2_tokenizer, llava-hf's OneVision chat template)."""
+    import transformers as tf
+    from era_tools.make_tiny_onevision import ONEVISION_CHAT_TEMPLATE, PINPOINTS, TOKENIZER_DIR
+    row = hf_cases.CASES[case]
+    tok = tf.AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    vocab = -(-len(tok) // 64) * 64
+    text = tf.Qwen2Config(**dict(hf_cases.TEXT, num_key_value_heads=2, vocab_size=vocab, rope_theta=1e6,
+                                 tie_word_embeddings=True, use_sliding_window=False,
+                                 max_position_embeddings=32768))
+    cfg = tf.LlavaOnevisionConfig(
+        text_config=text.to_dict(), vision_config=tf.SiglipVisionConfig(**hf_cases.SIGLIP).to_dict(),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        video_token_index=tok.convert_tokens_to_ids("<video>"), projector_hidden_act="gelu",
+        vision_feature_select_strategy="full", vision_feature_layer=-1,
+        vision_aspect_ratio="anyres_max_9", image_grid_pinpoints=PINPOINTS, tie_word_embeddings=True)
+    torch.manual_seed(row.get("seed", sum(map(ord, case))))
+    model = tf.LlavaOnevisionForConditionalGeneration(cfg).eval()
+    with torch.no_grad():  # wider than transformers' 0.02 init: no greedy near-ties
+        for name, p in model.named_parameters():
+            if p.dim() >= 2 and "norm" not in name:
+                p.normal_(0.0, 0.2 if "language_model" in name else 0.05)
+            elif "image_newline" in name:
+                p.normal_(0.0, 0.5)
+    processor = tf.LlavaOnevisionProcessor(
+        image_processor=tf.LlavaOnevisionImageProcessorPil(image_grid_pinpoints=PINPOINTS,
+                                                          image_mean=[0.5] * 3, image_std=[0.5] * 3),
+        video_processor=tf.LlavaOnevisionVideoProcessor(), tokenizer=tok, num_image_tokens=729,
+        vision_feature_select_strategy="full", chat_template=ONEVISION_CHAT_TEMPLATE)
+    return model, processor, tok
+
+
+def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_ID,
+               pad_token_id=PAD_TOKEN_ID):
+    """transformers' outputs for `prompt` with `image` (one PIL image, or a list for a
+    multi-image prompt)."""
     os.makedirs(out, exist_ok=True)
     inputs = processor(images=image, text=prompt, return_tensors="pt")
     pixels = inputs["pixel_values"]
-    if pixels.dim() == 5:  # NeXT: [images, crops, 3, S, S]
-        pixels = pixels[0]
+    if pixels.dim() == 5:  # NeXT / OneVision: [images, crops, 3, S, S]; one image's crops, or
+        pixels = pixels.flatten(0, 1)  # one crop each for several (none padded: same counts)
     ids = inputs["input_ids"][0].tolist()
     with torch.no_grad():
         logits = model(**inputs).logits[0].float()
         gen = model.generate(**inputs, max_new_tokens=hf_cases.GREEDY_TOKENS, do_sample=False,
-                             eos_token_id=None, pad_token_id=PAD_TOKEN_ID,
+                             eos_token_id=None, pad_token_id=pad_token_id,
                              output_scores=True, return_dict_in_generate=True)
     greedy = gen.sequences[0, len(ids):].tolist()
     if len(greedy) != hf_cases.GREEDY_TOKENS:
@@ -133,12 +170,56 @@ def references(model, processor, image, prompt, out):
     save(out, "pixel_values.npy", pixels.float())
     save(out, "logits.npy", logits)
     write_json(out, "tokens.json", {
-        "input_ids": ids, "image_token_id": IMAGE_TOKEN_ID,
-        "visual_tokens": sum(1 for i in ids if i == IMAGE_TOKEN_ID), "greedy": greedy,
+        "input_ids": ids, "image_token_id": image_token_id,
+        "visual_tokens": sum(1 for i in ids if i == image_token_id), "greedy": greedy,
         "eos_in_greedy": 2 in greedy, "min_greedy_margin": min(margins)})
 
 
+def make_onevision_case(case, out):
+    """A OneVision case: the prompt is transformers' own chat template (era's request sends that
+    text with use_template off); images go one per prompt, or `images_per_prompt` at a time."""
+    start = time.time()
+    row = hf_cases.CASES[case]
+    folder = os.path.join(out, case)
+    ckpt, bundle = os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    model, processor, tok = build_onevision(case)
+    model.save_pretrained(ckpt, safe_serialization=True)
+    processor.save_pretrained(ckpt)
+    if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
+        raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
+    per_prompt = row.get("images_per_prompt", 1)
+    prompt = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}] * per_prompt
+          + [{"type": "text", "text": hf_cases.QUESTION}]}], add_generation_prompt=True)
+    pngs = []
+    for k, (w, h) in enumerate(row["images"]):
+        png = os.path.join(folder, f"image{k}.png")
+        Image.fromarray(synth(w, h, seed=k)).save(png)
+        pngs.append({"png": png, "width": w, "height": h})
+    prompts = []
+    for k in range(0, len(pngs), per_prompt):
+        group = pngs[k:k + per_prompt]
+        d = os.path.join(folder, str(len(prompts)))
+        pil = [Image.open(g["png"]).convert("RGB") for g in group]
+        # nested ([[a, b]]): one prompt's images, which transformers pads to squares untiled (a
+        # flat list would be several single-image prompts, each tiled)
+        references(model, processor, [pil] if per_prompt > 1 else pil[0], prompt, d,
+                   image_token_id=tok.convert_tokens_to_ids("<image>"),
+                   pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
+        prompts.append({"dir": d, "png": group[0]["png"], "pngs": [g["png"] for g in group],
+                        "width": group[0]["width"], "height": group[0]["height"]})
+    write_json(folder, "case.json", {"arch": row["arch"], "bundle": bundle, "checkpoint": ckpt,
+                                     "question": hf_cases.QUESTION, "prompt": prompt,
+                                     "raw_prompt": True, "images": prompts,
+                                     "config": {k: v for k, v in row.items() if k != "images"}})
+    print(f"make_hf_refs: {case}: {len(prompts)} prompt(s) in {time.time() - start:.1f} s")
+
+
 def make_case(case, out):
+    if hf_cases.CASES[case]["arch"] == "llava_onevision":
+        return make_onevision_case(case, out)
     start = time.time()
     row = hf_cases.CASES[case]
     folder = os.path.join(out, case)

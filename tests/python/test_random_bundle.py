@@ -119,6 +119,43 @@ class RandomBundleTest(unittest.TestCase):
         self.assertEqual(mrb.preset_config("llava-next-7b", "float16", 1000)["model_type"],
                          "llava_next")
 
+    def test_tiny_onevision_preset_is_a_onevision_bundle(self):
+        out = os.path.join(SCRATCH, "tiny-onevision")
+        r = make("--preset", "tiny-onevision", "--dtype", "float32", "--out", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = read_json(os.path.join(out, "manifest.json"))
+        spec = mrb.ONEVISION_PRESETS["tiny-onevision"]
+        self.assertEqual((m["arch"], m["files"]["tokenizer"], m["vision"]["has_cls"]),
+                         ("llava-onevision", "tokenizer.json", False))
+        self.assertEqual((m["vision"]["tokens_per_crop"], m["vision"]["layers_run"]), (729, spec["vision_layers"]))
+        self.assertEqual((m["text"]["num_kv_heads"], m["tokens"]["bos_id"]), (2, -1))
+        self.assertEqual(m["image"]["vision_aspect_ratio"], "anyres_max_9")
+        self.assertEqual(m["prompt"]["template"], "qwen_1_5")
+        self.assertTrue(os.path.isfile(os.path.join(out, "tokenizer.json")))
+        dec = params(out, "decoder.pt")
+        D = spec["text_hidden"]
+        self.assertEqual(dec["layers.0.self_attn.k_proj.bias"], [2 * D // spec["text_heads"]])  # GQA, biases
+        sd = torch_versions.load(os.path.join(out, "decoder.pt")).state_dict()
+        self.assertTrue(torch.equal(sd["lm_head.weight"], sd["embed_tokens.weight"]))  # tied, as 0.5B
+
+    def test_onevision_presets_declare_the_published_geometry(self):
+        """The weightless folders of the real presets load as llava-hf's OneVision checkpoints
+        with their published shapes (no weights drawn)."""
+        import tempfile
+        from era_tools.hf_checkpoint import load_checkpoint
+        want = {"llava-onevision-0.5b": (896, 24, 14, 2, 151936, 4864),
+                "llava-onevision-7b": (3584, 28, 28, 4, 152064, 18944)}
+        for preset, (hidden, layers, heads, kv, vocab, mlp) in want.items():
+            with tempfile.TemporaryDirectory() as folder:
+                mrb.onevision_folder(folder, preset, "bfloat16")
+                ckpt = load_checkpoint(folder, load_weights=False)
+            t, v = ckpt.config.text, ckpt.config.vision
+            self.assertEqual((t.hidden_size, t.num_layers, t.num_heads, t.num_kv_heads, t.vocab_size,
+                              t.intermediate_size), (hidden, layers, heads, kv, vocab, mlp), preset)
+            self.assertEqual((v.hidden_size, v.intermediate_size, v.num_layers, v.image_size,
+                              v.patch_size, v.tokens_per_crop), (1152, 4304, 26, 384, 14, 729), preset)
+            self.assertEqual(t.tie_word_embeddings, preset.endswith("0.5b"), preset)  # 0.5B ties, 7B does not
+
     def test_bad_config_is_a_clean_error(self):
         path = os.path.join(SCRATCH, "not-llava.json")
         with open(path, "w", encoding="utf-8") as f:

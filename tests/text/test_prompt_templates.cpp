@@ -51,6 +51,14 @@ TEST(PromptTemplates, SystemTextGoesWhereEachStylePutsIt) {
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// LLaVA's conv_qwen_1_5, as lmms-eval prompts LLaVA-OneVision / LLaVA-Video.
+TEST(PromptTemplates, Qwen15IsChatmlWithItsSystemTurn) {
+  const PromptTemplate qwen = named("qwen_1_5");
+  EXPECT_EQ(format_prompt(qwen, "Q?", 1),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<image>\nQ?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
 TEST(PromptTemplates, PlaceholderCountCheckedInEveryStyle) {
   for (const auto& name : known_prompt_templates()) {
     EXPECT_THROW(format_prompt(named(name), "<image> and <image>", 1), Error) << name;
@@ -61,7 +69,7 @@ TEST(PromptTemplates, PlaceholderCountCheckedInEveryStyle) {
 TEST(PromptTemplates, UnknownNameNotFound) {
   PromptTemplate t;
   EXPECT_FALSE(find_prompt_template("llama3", &t));
-  EXPECT_EQ(known_prompt_templates(), (std::vector<std::string>{"vicuna_v1", "mistral_instruct", "chatml_direct", "chatml"}));
+  EXPECT_EQ(known_prompt_templates(), (std::vector<std::string>{"vicuna_v1", "mistral_instruct", "chatml_direct", "chatml", "qwen_1_5"}));
 }
 
 // Added tokens: one id each, wherever they are, and the text between them encoded chunk by chunk

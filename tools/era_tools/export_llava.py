@@ -89,11 +89,26 @@ def parse_args(argv=None):
 # ------------------------------------------------------------------------------------------------
 # manifest
 
+def is_byte_level(ckpt):
+    """Qwen2's tokenizer.json (byte-level BPE) rather than a SentencePiece tokenizer.model."""
+    return ckpt.tokenizer_path.endswith(".json")
+
+
+def bundle_files(ckpt):
+    """The manifest's "files": the tokenizer keeps its own name (tokenizer.model or
+    tokenizer.json; the C++ side picks the reader by it)."""
+    files = dict(FILES)
+    files["tokenizer"] = os.path.basename(ckpt.tokenizer_path) if is_byte_level(ckpt) else FILES["tokenizer"]
+    return files
+
+
 def special_token_ids(ckpt):
     """content -> id of every piece that is one id in a prompt: HF's added tokens, and ChatML's
     markers where they are pieces of the SentencePiece model (Yi's are)."""
-    import sentencepiece as spm
     ids = dict(ckpt.added_tokens)
+    if is_byte_level(ckpt):  # tokenizer.json lists every special token among its added tokens
+        return ids
+    import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=ckpt.tokenizer_path)
     for piece in ("<|im_start|>", "<|im_end|>"):
         pid = sp.piece_to_id(piece)
@@ -107,7 +122,8 @@ def prompt_and_stops(ckpt, template):
     ("auto" or a TEMPLATES name)."""
     specials = special_token_ids(ckpt)
     if template == "auto":
-        template = default_template(ckpt.chat_template, ckpt.config.text.model_type, specials)
+        template = default_template(ckpt.chat_template, ckpt.config.text.model_type, specials,
+                                    ckpt.config.arch)
     section = prompt_section(template)
     _, needs, stop_piece = TEMPLATES[template]
     missing = [t for t in needs if t not in specials]
@@ -131,6 +147,9 @@ def image_manifest(cfg, pre):
     if cfg.arch in ("llava-next", "llava-onevision"):
         # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
         image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
+    if cfg.arch == "llava-onevision":
+        # "anyres_max_9": the unpadded tile grid is downscaled past 9 tiles' worth of tokens
+        image["vision_aspect_ratio"] = cfg.raw.get("vision_aspect_ratio") or "anyres_max_9"
     return image
 
 
@@ -147,7 +166,7 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
         "dtype": dtype_name,
         "exported_with": {"torch": torch.__version__, "attention": attention,
                           "exporter": "tools/export_llava.py", "decoder_api": DECODER_API},
-        "files": dict(FILES),
+        "files": bundle_files(ckpt),
         "vision": {"image_size": v.image_size, "patch_size": v.patch_size,
                    "num_patches": v.num_patches, "hidden_size": v.hidden_size,
                    "num_heads": v.num_heads, "num_layers": v.num_layers,
@@ -157,6 +176,8 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
                    "feature_layer": (v.feature_layer if isinstance(v.feature_layer, int)
                                      else v.layers_run - v.num_layers - 1),
                    "feature_layers": list(v.feature_layers or [v.feature_layer]),
+                   # SigLIP: no CLS token (its saliency is the mean attention each token gets)
+                   "has_cls": v.has_cls,
                    "layers_run": v.layers_run, "select_strategy": v.select_strategy,
                    "tokens_per_crop": v.tokens_per_crop},
         "projector": {"in_features": v.feature_width, "out_features": t.hidden_size,
@@ -197,9 +218,10 @@ def probe_inputs(ckpt, device, dtype):
     S, C = cfg.vision.image_size, cfg.vision.feature_width
     t = cfg.text
     T0, S_max = 5, 8
-    crops = 3 if cfg.is_next else 1  # NeXT: base + tiles go through the tower as one batch
+    has_newline = cfg.arch in ("llava-next", "llava-onevision")
+    crops = 3 if has_newline else 1  # anyres: base + tiles go through the tower as one batch
     return {
-        "next": cfg.is_next,
+        "next": has_newline,
         "pixels": torch.randn(crops, 3, S, S, generator=g).to(device),
         "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
         "ids": torch.randint(0, t.vocab_size, (1, T0 + 3), generator=g).to(device),
@@ -373,12 +395,12 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     7B model is held once."""
     start = time.time()
     check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
-    if ckpt.config.arch == "llava-onevision":
-        # The Python side reads these checkpoints and builds their modules (SigLIP, Qwen2; see
-        # tests/python/test_onevision_modules.py); the C++ side has no OneVision image / video
-        # path yet, so a bundle would load nowhere.
-        raise ExportError(f"{ckpt.folder}: llava-onevision checkpoints cannot be exported yet: era's "
-                          f"C++ runtime has no LLaVA-OneVision family (anyres_max_9, video) so far")
+    if ckpt.config.arch == "llava-onevision" and ckpt.config.vision.select_strategy != "full":
+        # SigLIP has no CLS token: "default" would drop a real patch and break the 27 x 27 grid
+        # every packing and reduction works on (the released checkpoints all use "full").
+        raise ExportError(f"{ckpt.folder}: vision_feature_select_strategy "
+                          f"{ckpt.config.vision.select_strategy!r} is not supported for llava-onevision "
+                          f"(SigLIP has no CLS token; only \"full\")")
     try:
         attention = resolve_attention(attention_mode)
     except ValueError as e:
@@ -400,7 +422,8 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700; a bundle is an ordinary folder
     try:
-        paths = {k: os.path.join(tmp, FILES[k]) for k in FILES}
+        files = bundle_files(ckpt)
+        paths = {k: os.path.join(tmp, files[k]) for k in files}
         for key in ("vision", "projector", "decoder"):
             scripted = torch_versions.script(modules[key])
             torch_versions.save(scripted, paths[key])

@@ -1,6 +1,7 @@
 """Make a random-weight era bundle at real model sizes, straight from a configuration.
 
     make_random_bundle.py --preset llava-1.5-7b|llava-1.5-13b|llava-next-7b|medium|medium-next|tiny
+                                   |llava-onevision-0.5b|llava-onevision-7b|tiny-onevision
                           --out BUNDLE [--dtype float16] [--seed 0] [--no-check]
     make_random_bundle.py --config config.json --out BUNDLE ...   (an HF LLaVA config.json)
 
@@ -17,6 +18,13 @@ check runs float16 models in float32 on a CPU-only machine (2x the weights): pas
 4-layer decoder with LLaMA's 32064-token vocabulary) runs on a laptop; `tiny` is the test size.
 The tokenizer is make_tiny_llava's 1000-piece model (token ids past it are never generated: their
 embedding and output rows are the mean row, as HF's resize_token_embeddings makes them).
+
+The LLaVA-OneVision presets have llava-hf/llava-onevision-qwen2-0.5b-ov-hf's and -7b-ov-hf's
+shapes (SigLIP so400m, 26 layers at 384 px; Qwen2-0.5B: 896 wide, 24 layers, 14 query and 2
+key/value heads, tied embeddings; Qwen2-7B: 3584 wide, 28 layers, 28 / 4 heads, untied; the real
+vocabulary sizes) with the committed Qwen2-style tokenizer (tools/era_tools/data/qwen2_tokenizer,
+the same rule for ids past it) and LlavaOnevisionImageProcessor's settings; they need no
+transformers either.
 """
 import argparse
 import json
@@ -54,12 +62,26 @@ PRESETS = {
     "tiny": dict(arch="llava-1.5", vocab=None, max_pos=2048, **TINY),
     "tiny-next": dict(arch="llava-next", vocab=None, max_pos=4096, **TINY),
 }
+SIGLIP_SO400M = {"vision_hidden": 1152, "vision_intermediate": 4304, "vision_heads": 16,
+                 "vision_layers": 26}
+ONEVISION_PRESETS = {
+    "llava-onevision-0.5b": dict(vocab=151936, tied=True, kv_heads=2, **SIGLIP_SO400M,
+                                 text_hidden=896, text_intermediate=4864, text_layers=24,
+                                 text_heads=14),
+    "llava-onevision-7b": dict(vocab=152064, tied=False, kv_heads=4, **SIGLIP_SO400M,
+                               text_hidden=3584, text_intermediate=18944, text_layers=28,
+                               text_heads=28),
+    "tiny-onevision": dict(vocab=None, tied=True, kv_heads=2, vision_hidden=64,
+                           vision_intermediate=128, vision_heads=4, vision_layers=4,
+                           text_hidden=128, text_intermediate=256, text_layers=2, text_heads=4),
+}
+QWEN2_TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "qwen2_tokenizer")
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--preset", choices=sorted(PRESETS))
+    src.add_argument("--preset", choices=sorted(PRESETS) + sorted(ONEVISION_PRESETS))
     src.add_argument("--config", help="an HF LLaVA-1.5 / LLaVA-NeXT config.json")
     p.add_argument("--out", required=True, help="bundle folder to create")
     p.add_argument("--dtype", choices=list(DTYPES), default="float16")
@@ -82,6 +104,48 @@ def preset_config(preset, dtype, tok_vocab):
     if vocab:  # the real embedding / LM-head size (its FLOPs and memory are part of the model)
         config["vocab_size"] = config["text_config"]["vocab_size"] = vocab
     return config
+
+
+def onevision_folder(folder, preset, dtype):
+    """A weightless LLaVA-OneVision checkpoint folder: config.json as llava-hf writes it, the
+    committed Qwen2-style tokenizer, LlavaOnevisionImageProcessor's preprocessor config."""
+    import shutil
+    spec = ONEVISION_PRESETS[preset]
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(QWEN2_TOKENIZER, name), os.path.join(folder, name))
+    with open(os.path.join(QWEN2_TOKENIZER, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    tok_vocab = max(list(tok["model"]["vocab"].values()) + list(ids.values())) + 1
+    vocab = spec["vocab"] or -(-tok_vocab // 64) * 64
+    from .make_tiny_onevision import PINPOINTS
+    text = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"],
+            "hidden_size": spec["text_hidden"], "intermediate_size": spec["text_intermediate"],
+            "num_hidden_layers": spec["text_layers"], "num_attention_heads": spec["text_heads"],
+            "num_key_value_heads": spec["kv_heads"], "hidden_act": "silu",
+            "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+            "tie_word_embeddings": spec["tied"], "use_sliding_window": False,
+            "vocab_size": vocab, "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+            "torch_dtype": dtype}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": spec["vision_hidden"],
+              "intermediate_size": spec["vision_intermediate"],
+              "num_hidden_layers": spec["vision_layers"], "num_attention_heads": spec["vision_heads"],
+              "image_size": 384, "patch_size": 14, "hidden_act": "gelu_pytorch_tanh",
+              "layer_norm_eps": 1e-6, "vision_use_head": False}
+    config = {"architectures": ["LlavaOnevisionForConditionalGeneration"], "model_type": "llava_onevision",
+              "image_token_index": ids["<image>"], "video_token_index": ids["<video>"],
+              "projector_hidden_act": "gelu", "vision_feature_layer": -1,
+              "vision_feature_select_strategy": "full", "vision_aspect_ratio": "anyres_max_9",
+              "image_grid_pinpoints": PINPOINTS, "multimodal_projector_bias": True,
+              "tie_word_embeddings": spec["tied"], "text_config": text, "vision_config": vision,
+              "torch_dtype": dtype}
+    tiny.write_json(os.path.join(folder, "config.json"), config)
+    tiny.write_json(os.path.join(folder, "preprocessor_config.json"), {
+        "image_processor_type": "LlavaOnevisionImageProcessor", "do_resize": True,
+        "size": {"height": 384, "width": 384}, "resample": 3, "do_rescale": True,
+        "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.5] * 3,
+        "image_std": [0.5] * 3, "do_convert_rgb": True, "do_pad": True,
+        "image_grid_pinpoints": PINPOINTS})
 
 
 def write_config_folder(folder, config):
@@ -115,6 +179,9 @@ def fill_random_weights(ckpt, dtype, seed):
     for part, shapes in expected_shapes(ckpt.config).items():
         tensors = {}
         for canon, shape in sorted(shapes.items()):  # fixed order -> deterministic
+            if part == "text" and canon == "lm_head.weight" and ckpt.config.text.tie_word_embeddings:
+                tensors[canon] = tensors["embed_tokens.weight"]  # tied (0.5B): one tensor, as loaded
+                continue
             t = random_tensor(checkpoint_name(part, canon, "llava-hf"), shape, dtype, gen)
             if canon in ("embed_tokens.weight", "lm_head.weight"):
                 # rows past the tokenizer: the mean row, so greedy decoding never emits them
@@ -127,6 +194,9 @@ def fill_random_weights(ckpt, dtype, seed):
 
 def make_bundle(args):
     with tempfile.TemporaryDirectory(prefix="era-random-config-") as folder:
+        if args.preset in ONEVISION_PRESETS:
+            onevision_folder(folder, args.preset, args.dtype)
+            return export_random(args, folder)
         tok_path = os.path.join(folder, "tokenizer.model")
         tiny.train_tokenizer(tok_path)
         import sentencepiece as spm
@@ -146,14 +216,19 @@ def make_bundle(args):
         except CheckpointError as e:  # name the user's file, not the scratch copy
             where = args.config or f"preset {args.preset}"
             raise ExportError(str(e).replace(os.path.join(folder, "config.json"), where)) from None
-        ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
-        n = fill_random_weights(ckpt, DTYPES[args.dtype], args.seed)
-        print(f"make_random_bundle: {n / 1e9:.3f} B random parameters ({ckpt.config.arch}, "
-              f"text {ckpt.config.text.hidden_size} x {ckpt.config.text.num_layers} layers, "
-              f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
-        name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
-        return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
-                                 check=not args.no_check)
+        return export_random(args, folder)
+
+
+def export_random(args, folder):
+    """Random weights for the weightless checkpoint in `folder`, exported to args.out."""
+    ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
+    n = fill_random_weights(ckpt, DTYPES[args.dtype], args.seed)
+    print(f"make_random_bundle: {n / 1e9:.3f} B random parameters ({ckpt.config.arch}, "
+          f"text {ckpt.config.text.hidden_size} x {ckpt.config.text.num_layers} layers, "
+          f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
+    name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
+    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
+                             check=not args.no_check)
 
 
 def main(argv=None):

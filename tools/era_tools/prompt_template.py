@@ -12,6 +12,8 @@ default system text, the special tokens each needs, and the choice:
                     <|im_end|>): llava-v1.6-34b's evaluation, the paper's numbers
   chatml            the llava-hf 34b chat template (no system unless given, "\\n" after every
                     <|im_end|>): what a user of transformers' apply_chat_template gets
+  qwen_1_5          LLaVA conv_qwen_1_5: chatml with the system "You are a helpful assistant.";
+                    LLaVA-OneVision / LLaVA-Video evaluation (lmms-eval)
 
 Default ("auto"): the LLaVA evaluation template of the checkpoint's family, found from its chat
 template text (or, without one, from text_config.model_type / the ChatML tokens in its
@@ -22,6 +24,7 @@ tests/python/references/prompt_reference.py builds prompts with the same constan
 VICUNA_V1_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. "
                     "The assistant gives helpful, detailed, and polite answers to the user's questions.")
 CHATML_DIRECT_SYSTEM = "Answer the questions."
+QWEN_SYSTEM = "You are a helpful assistant."
 IMAGE_PLACEHOLDER = "<image>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -32,6 +35,7 @@ TEMPLATES = {
     "mistral_instruct": ("", (), None),
     "chatml_direct": (CHATML_DIRECT_SYSTEM, (IM_START, IM_END), IM_END),
     "chatml": ("", (IM_START, IM_END), IM_END),
+    "qwen_1_5": (QWEN_SYSTEM, (IM_START, IM_END), IM_END),
 }
 
 
@@ -52,9 +56,12 @@ def family_of_chat_template(text):
     return None
 
 
-def default_template(chat_template, text_model_type, special_tokens):
+def default_template(chat_template, text_model_type, special_tokens, arch="llava-1.5"):
     """The LLaVA evaluation template for a checkpoint. special_tokens: the pieces that are one id
-    each (added tokens and SentencePiece pieces)."""
+    each (added tokens and SentencePiece pieces). LLaVA-OneVision / LLaVA-Video are evaluated with
+    LLaVA's conv_qwen_1_5 (lmms-eval's conv_template for them, the paper's video numbers)."""
+    if arch == "llava-onevision":
+        return "qwen_1_5"
     family = family_of_chat_template(chat_template)
     if family is None:
         if IM_START in special_tokens:

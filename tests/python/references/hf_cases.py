@@ -22,6 +22,12 @@ TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
 IMAGES_15 = [(336, 336), (500, 500), (640, 480), (300, 560)]
 # LLaVA-NeXT (anyres): different best resolutions, unpad on either axis, the 3-tile pinpoints.
 IMAGES_NEXT = [(640, 480), (480, 640), (500, 500), (1000, 330), (300, 900)]
+# LLaVA-OneVision: 384 px tiles, unpad on either axis, one image past the anyres_max_9 cap.
+IMAGES_ONEVISION = [(640, 480), (300, 900), (1000, 330), (1150, 1530)]
+# The OneVision widths (hf_cases.TEXT's, with GQA; SigLIP at its real geometry).
+SIGLIP = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3,
+          "num_attention_heads": 2, "image_size": 384, "patch_size": 14,
+          "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6, "vision_use_head": False}
 
 CASES = {
     # GQA, llava-hf's defaults otherwise (feature layer -2, CLS dropped)
@@ -62,6 +68,14 @@ CASES = {
     "next_yi_chatml": {"arch": "llava_next", "images": IMAGES_NEXT[2:4], "prompt": "chatml",
                        "sp_pieces": ["<|im_start|>", "<|im_end|>"],
                        "text": {"num_key_value_heads": 1, "rope_theta": 5e6}},
+    # LLaVA-OneVision (SigLIP 384 px / patch 14, Qwen2 with GQA and q/k/v biases, rope_theta 1e6,
+    # tied embeddings, the Qwen2-style byte-level BPE, the 36 real pinpoints, anyres_max_9): one
+    # image per prompt, tiled; the 1150x1530 image picks a 4x3 grid whose unpadded 108x81 tokens
+    # exceed 9 tiles' worth by > 1.1, so transformers downscales it (bilinear) to 93x70
+    "onevision_images": {"arch": "llava_onevision", "images": IMAGES_ONEVISION, "seed": 3},
+    # two images in one prompt: each padded to a square and seen as one crop, then a newline
+    "onevision_two_images": {"arch": "llava_onevision", "images": [(640, 480), (300, 900)],
+                             "images_per_prompt": 2, "seed": 4},
 }
 
 QUESTION = "What is shown in this image?"

@@ -1,0 +1,135 @@
+#include "family/llava_onevision/llava_onevision_family.h"
+
+#include <algorithm>
+
+#include "era/error.h"
+#include "family/llava_onevision/onevision_packing.h"
+#include "family/vision_input.h"
+#include "image/anyres.h"
+#include "reduce/budget.h"
+#include "text/prompt.h"
+
+namespace era {
+namespace {
+
+ClipImageConfig square_config(const ClipImageConfig& clip) {
+  ClipImageConfig square = clip;
+  square.mode = AspectMode::kPad;  // HF pad_to_square: centred, in int(mean * 255)
+  return square;
+}
+
+}  // namespace
+
+LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
+    : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline), square_(square_config(clip_)) {
+  require_layout({ImageLayout::kAnyres});
+  if (manifest_.image.grid_pinpoints.empty()) {
+    throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-OneVision needs them)");
+  }
+  if (!image_newline_.defined()) {
+    throw Error(ErrorCode::kBundle, bundle_dir_ + "/" + manifest_.projector_file + ": no image_newline parameter (LLaVA-OneVision needs it)");
+  }
+  if (manifest_.vision.keeps_cls()) {
+    throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: vision.has_cls must be false for llava-onevision (SigLIP)");
+  }
+}
+
+// Qwen2 has no BOS: the ids are the added tokens (ChatML markers) and the BPE pieces between them.
+std::vector<int64_t> LlavaOnevisionFamily::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
+  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
+                              manifest_.tokens.added_tokens);
+}
+
+std::vector<cv::Mat> LlavaOnevisionFamily::crops(const cv::Mat& rgb) const {
+  return llava_next_crops(rgb, manifest_.image.grid_pinpoints, clip_);
+}
+
+std::vector<cv::Mat> LlavaOnevisionFamily::crops_in_prompt(const cv::Mat& rgb, int images_in_prompt) const {
+  if (images_in_prompt > 1) return {llava15_crop(rgb, square_)};  // HF: only a prompt's single image is tiled
+  return crops(rgb);
+}
+
+// The base crop plus the largest grid after the anyres_max downscale, with its newlines (unpad
+// only removes tokens, so the unpadded grids are bounded by the padded ones).
+int64_t LlavaOnevisionFamily::max_visual_tokens() const {
+  const auto& m = manifest_;
+  const int64_t n = tokens_per_crop(), p = m.image.size / m.vision.patch_size;
+  int64_t most = n + 1;  // one image of several: its crop and a newline
+  for (const auto& r : m.image.grid_pinpoints) {
+    const auto [h, w] = anyres_max_grid(r.height / m.image.size * p, r.width / m.image.size * p, m.image.anyres_max_tiles, p);
+    most = std::max(most, n + h * (w + 1));
+  }
+  return most;
+}
+
+ReducedTokens LlavaOnevisionFamily::reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                                                 const ReductionRequest& request) const {
+  if (image.count > 1) return reduce_tiled(image, method, reducer, request);
+  // One image of several: its square crop, reduced with the image's budget, then one newline.
+  ReductionInput in = crop_input(*image.vision, image.first, resolve_budget(request, tokens_per_crop(), request.tokens));
+  in.instruction_embeddings = image.instruction;
+  return append_newline(reducer.reduce(in), image_newline_);
+}
+
+ReducedTokens LlavaOnevisionFamily::reduce_tiled(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                                                 const ReductionRequest& request) const {
+  const auto& m = manifest_;
+  const VisionOutput& vision = *image.vision;
+  const int64_t n = tokens_per_crop(), first = image.first, count = image.count;
+  AnyresGeometry geometry;
+  geometry.original = {image.size[0], image.size[1]};
+  const Resolution best = select_best_resolution(geometry.original, m.image.grid_pinpoints);
+  geometry.rows = best.height / m.image.size;
+  geometry.cols = best.width / m.image.size;
+  geometry.patches_per_side = m.image.size / m.vision.patch_size;
+  if (geometry.rows * geometry.cols + 1 != count) {
+    throw Error(ErrorCode::kRuntime, "llava-onevision: " + std::to_string(count) + " crops for a " + std::to_string(geometry.rows) +
+                                         "x" + std::to_string(geometry.cols) + " tile grid");
+  }
+  const torch::Tensor crops = vision.embeddings.slice(0, first, first + count);
+  const bool unreduced = method.name == unreduced_method().name;
+  if (unreduced) return pack_anyres_max(crops, geometry, m.image.anyres_max_tiles, image_newline_);
+  if (method.capabilities.selects_packed_sequence) {  // DivPrune: over what the decoder would see
+    const ReducedTokens packed = pack_anyres_max(crops, geometry, m.image.anyres_max_tiles, image_newline_);
+    ReductionInput in;
+    in.embeddings = packed.embeddings;
+    in.instruction_embeddings = image.instruction;
+    in.budget = resolve_budget(request, packed.embeddings.size(0), request.tokens);
+    ReducedTokens picked = reducer.reduce(in);
+    ReducedTokens out = picked;
+    out.kept.clear();
+    for (const int64_t pos : picked.kept) out.kept.push_back(packed.kept[static_cast<size_t>(pos)]);
+    out.assignment.assign(packed.assignment.size(), -1);
+    for (size_t i = 0; i < packed.assignment.size(); ++i) {
+      const int64_t pos = packed.assignment[i];
+      if (pos >= 0) out.assignment[i] = picked.assignment[static_cast<size_t>(pos)];
+    }
+    out.off_grid.clear();
+    for (const int64_t pos : picked.kept) out.off_grid.push_back(packed.off_grid.empty() ? false : packed.off_grid[static_cast<size_t>(pos)]);
+    out.entropy.clear();
+    return out;
+  }
+  ReducedTokens joint;
+  if (request.scope == "image") {
+    if (method.capabilities.per_crop_only) {
+      throw Error(ErrorCode::kInvalidArgument, "method " + method.name + " works on one crop's grid: use budget scope 'crop'");
+    }
+    ReductionInput in = joint_input(vision, first, count, resolve_budget(request, count * n, request.tokens));
+    in.instruction_embeddings = image.instruction;
+    joint = reducer.reduce(in);
+  } else {
+    const torch::Tensor image_embeddings = crops.flatten(0, 1);
+    const int64_t per_crop = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / count) : 0;
+    std::vector<ReducedTokens> per;
+    for (int64_t c = 0; c < count; ++c) {
+      ReductionInput in = crop_input(vision, first + c, resolve_budget(request, n, per_crop));
+      in.instruction_embeddings = image.instruction;
+      in.image_embeddings = image_embeddings;
+      per.push_back(reducer.reduce(in));
+    }
+    joint = concat_crops(per, n);
+  }
+  return pack_anyres(joint, geometry, image_newline_);
+}
+
+}  // namespace era

@@ -1,0 +1,38 @@
+#pragma once
+// LLaVA-OneVision / LLaVA-Video (SigLIP + Qwen2), llava-hf's LlavaOnevisionForConditionalGeneration.
+//
+// One image in a prompt: "anyres_max_N" — LLaVA-NeXT's tiles + base crop (384 px), the grid
+// re-assembled and unpadded, then, when the grid holds more than N tiles' worth of tokens (by a
+// factor > 1.1), downscaled bilinearly to about N tiles' worth, and closed by an image_newline per
+// row (onevision_packing.h). Several images in a prompt: each padded to a square in the mean colour
+// and seen as one crop, followed by one image_newline (transformers' batch_num_images > 1).
+// Prompts: Qwen2's byte-level BPE (no BOS), ChatML templates.
+//
+// Budgets (`tokens`): the budget of one image, spread evenly over its crops (scope "crop": each
+// crop keeps tokens / crops, at least 1) or one selection over all crops (scope "image");
+// `keep_ratio` keeps that fraction of every crop. A reduced image is not downscaled: the budget
+// already caps its tokens far below N tiles' worth (README, ERA decisions).
+#include "family/llava_base.h"
+
+namespace era {
+
+class LlavaOnevisionFamily final : public LlavaFamilyBase {
+ public:
+  explicit LlavaOnevisionFamily(const ModelBundle& bundle);
+
+  std::string arch() const override { return "llava-onevision"; }
+  std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
+  std::vector<cv::Mat> crops(const cv::Mat& rgb) const override;
+  std::vector<cv::Mat> crops_in_prompt(const cv::Mat& rgb, int images_in_prompt) const override;
+  int64_t max_visual_tokens() const override;
+  ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                             const ReductionRequest& request) const override;
+
+ private:
+  ReducedTokens reduce_tiled(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                             const ReductionRequest& request) const;
+  torch::Tensor image_newline_;
+  ClipImageConfig square_;  // several images: pad to a square in the mean colour, resize
+};
+
+}  // namespace era
