@@ -169,7 +169,12 @@ def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_
                          f"({min(margins):.2g}): the comparison would be flaky")
     save(out, "pixel_values.npy", pixels.float())
     save(out, "logits.npy", logits)
-    write_json(out, "tokens.json", {
+    extra = {}
+    if getattr(processor, "video_processor", None) is not None:  # OneVision: Qwen2's tokenizer
+        # the prompt's ids with one id per placeholder, by the tokenizer alone (adjacent images
+        # make one run of image ids in input_ids, which cannot be split back without the counts)
+        extra["prompt_ids"] = processor.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    write_json(out, "tokens.json", {**extra,
         "input_ids": ids, "image_token_id": image_token_id,
         "visual_tokens": sum(1 for i in ids if i == image_token_id), "greedy": greedy,
         "eos_in_greedy": 2 in greedy, "min_greedy_margin": min(margins)})

@@ -15,6 +15,7 @@ through era's checkpoint loader:
 
     test_onevision_modules.py [--checkpoint DIR]   (without it: a tiny one in a temp folder)
 """
+import json
 import os
 import shutil
 import subprocess
@@ -163,14 +164,19 @@ class OneVisionModules(unittest.TestCase):
                 self.assertLessEqual(rel_err(got, want, f"LAR path {lar_path} vs transformers + log b mask"), 1e-5)
         self.assertGreater(rel_err(self.hf_logits(embeds), want, "transformers without the mask"), 1e-3)
 
-    def test_export_is_refused_until_the_runtime_exists(self):
+    def test_export_writes_a_onevision_bundle(self):
         out = os.path.join(tempfile.mkdtemp(prefix="era-ov-export-"), "bundle")
         self.addCleanup(shutil.rmtree, os.path.dirname(out), True)
         r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_llava.py"), "--checkpoint", self.dir,
                             "--out", out], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("llava-onevision checkpoints cannot be exported yet", r.stderr)
-        self.assertFalse(os.path.exists(out))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+            m = json.load(f)
+        self.assertEqual((m["arch"], m["files"]["tokenizer"], m["vision"]["has_cls"], m["tokens"]["bos_id"]),
+                         ("llava-onevision", "tokenizer.json", False, -1))
+        self.assertEqual((m["image"]["vision_aspect_ratio"], m["prompt"]["template"]), ("anyres_max_9", "qwen_1_5"))
+        self.assertIn("<|im_end|>", [t["content"] for t in m["tokens"]["added_tokens"]])
+        self.assertTrue(os.path.isfile(os.path.join(out, "tokenizer.json")))
 
 
 def use_checkpoint(path):
