@@ -180,15 +180,20 @@ def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_
         "eos_in_greedy": 2 in greedy, "min_greedy_margin": min(margins)})
 
 
+def case_folders(case, out):
+    """(folder, checkpoint, bundle) of a case, the folder emptied."""
+    folder = os.path.join(out, case)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    return folder, os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
+
+
 def make_onevision_case(case, out):
     """A OneVision case: the prompt is transformers' own chat template (era's request sends that
     text with use_template off); images go one per prompt, or `images_per_prompt` at a time."""
     start = time.time()
     row = hf_cases.CASES[case]
-    folder = os.path.join(out, case)
-    ckpt, bundle = os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    folder, ckpt, bundle = case_folders(case, out)
     model, processor, tok = build_onevision(case)
     model.save_pretrained(ckpt, safe_serialization=True)
     processor.save_pretrained(ckpt)
@@ -227,10 +232,7 @@ def make_case(case, out):
         return make_onevision_case(case, out)
     start = time.time()
     row = hf_cases.CASES[case]
-    folder = os.path.join(out, case)
-    ckpt, bundle = os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    folder, ckpt, bundle = case_folders(case, out)
     # one tokenizer per case: the cases are separate ctest fixtures that may run in parallel
     tokenizer_model = os.path.join(folder, "tokenizer.model")
     train_tokenizer(tokenizer_model, row.get("sp_pieces", ()))

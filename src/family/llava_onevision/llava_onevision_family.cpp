@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "era/error.h"
+#include "family/anyres_reduction.h"
 #include "family/llava_onevision/onevision_packing.h"
 #include "family/vision_input.h"
 #include "image/anyres.h"
@@ -73,63 +74,20 @@ ReducedTokens LlavaOnevisionFamily::reduce_image(const ImageTokens& image, const
 
 ReducedTokens LlavaOnevisionFamily::reduce_tiled(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                                                  const ReductionRequest& request) const {
-  const auto& m = manifest_;
-  const VisionOutput& vision = *image.vision;
-  const int64_t n = tokens_per_crop(), first = image.first, count = image.count;
-  AnyresGeometry geometry;
-  geometry.original = {image.size[0], image.size[1]};
-  const Resolution best = select_best_resolution(geometry.original, m.image.grid_pinpoints);
-  geometry.rows = best.height / m.image.size;
-  geometry.cols = best.width / m.image.size;
-  geometry.patches_per_side = m.image.size / m.vision.patch_size;
-  if (geometry.rows * geometry.cols + 1 != count) {
-    throw Error(ErrorCode::kRuntime, "llava-onevision: " + std::to_string(count) + " crops for a " + std::to_string(geometry.rows) +
-                                         "x" + std::to_string(geometry.cols) + " tile grid");
+  const AnyresGeometry geometry = anyres_geometry(manifest_, image.size);
+  if (geometry.rows * geometry.cols + 1 != image.count) {
+    throw Error(ErrorCode::kRuntime, "llava-onevision: " + std::to_string(image.count) + " crops for a " +
+                                         std::to_string(geometry.rows) + "x" + std::to_string(geometry.cols) + " tile grid");
   }
-  const torch::Tensor crops = vision.embeddings.slice(0, first, first + count);
-  const bool unreduced = method.name == unreduced_method().name;
-  if (unreduced) return pack_anyres_max(crops, geometry, m.image.anyres_max_tiles, image_newline_);
+  const int64_t max_tiles = manifest_.image.anyres_max_tiles;
+  const torch::Tensor crops = image.vision->embeddings.slice(0, image.first, image.first + image.count);
+  if (method.name == unreduced_method().name) return pack_anyres_max(crops, geometry, max_tiles, image_newline_);
   if (method.capabilities.selects_packed_sequence) {  // DivPrune: over what the decoder would see
-    const ReducedTokens packed = pack_anyres_max(crops, geometry, m.image.anyres_max_tiles, image_newline_);
-    ReductionInput in;
-    in.embeddings = packed.embeddings;
-    in.instruction_embeddings = image.instruction;
-    in.budget = resolve_budget(request, packed.embeddings.size(0), request.tokens);
-    ReducedTokens picked = reducer.reduce(in);
-    ReducedTokens out = picked;
-    out.kept.clear();
-    for (const int64_t pos : picked.kept) out.kept.push_back(packed.kept[static_cast<size_t>(pos)]);
-    out.assignment.assign(packed.assignment.size(), -1);
-    for (size_t i = 0; i < packed.assignment.size(); ++i) {
-      const int64_t pos = packed.assignment[i];
-      if (pos >= 0) out.assignment[i] = picked.assignment[static_cast<size_t>(pos)];
-    }
-    out.off_grid.clear();
-    for (const int64_t pos : picked.kept) out.off_grid.push_back(packed.off_grid.empty() ? false : packed.off_grid[static_cast<size_t>(pos)]);
-    out.entropy.clear();
-    return out;
+    return select_over_packed(pack_anyres_max(crops, geometry, max_tiles, image_newline_), image, reducer, request);
   }
-  ReducedTokens joint;
-  if (request.scope == "image") {
-    if (method.capabilities.per_crop_only) {
-      throw Error(ErrorCode::kInvalidArgument, "method " + method.name + " works on one crop's grid: use budget scope 'crop'");
-    }
-    ReductionInput in = joint_input(vision, first, count, resolve_budget(request, count * n, request.tokens));
-    in.instruction_embeddings = image.instruction;
-    joint = reducer.reduce(in);
-  } else {
-    const torch::Tensor image_embeddings = crops.flatten(0, 1);
-    const int64_t per_crop = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / count) : 0;
-    std::vector<ReducedTokens> per;
-    for (int64_t c = 0; c < count; ++c) {
-      ReductionInput in = crop_input(vision, first + c, resolve_budget(request, n, per_crop));
-      in.instruction_embeddings = image.instruction;
-      in.image_embeddings = image_embeddings;
-      per.push_back(reducer.reduce(in));
-    }
-    joint = concat_crops(per, n);
-  }
-  return pack_anyres(joint, geometry, image_newline_);
+  // the image's budget spread evenly over its crops (at least 1 each)
+  const int64_t per_crop = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / image.count) : 0;
+  return pack_anyres(reduce_crops(image, method, reducer, request, tokens_per_crop(), per_crop), geometry, image_newline_);
 }
 
 }  // namespace era
