@@ -11,18 +11,9 @@
 #include "text/prompt.h"
 
 namespace era {
-namespace {
-
-ClipImageConfig square_config(const ClipImageConfig& clip) {
-  ClipImageConfig square = clip;
-  square.mode = AspectMode::kPad;  // HF pad_to_square: centred, in int(mean * 255)
-  return square;
-}
-
-}  // namespace
 
 LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
-    : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline), square_(square_config(clip_)) {
+    : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline) {
   require_layout({ImageLayout::kAnyres});
   if (manifest_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-OneVision needs them)");
@@ -46,7 +37,9 @@ std::vector<cv::Mat> LlavaOnevisionFamily::crops(const cv::Mat& rgb) const {
 }
 
 std::vector<cv::Mat> LlavaOnevisionFamily::crops_in_prompt(const cv::Mat& rgb, int images_in_prompt) const {
-  if (images_in_prompt > 1) return {llava15_crop(rgb, square_)};  // HF: only a prompt's single image is tiled
+  // HF: only a prompt's single image is tiled; clip_ pads to a square (an anyres layout's mode is
+  // kPad: HF pad_to_square, centred, in int(mean * 255)) before the resize
+  if (images_in_prompt > 1) return {llava15_crop(rgb, clip_)};
   return crops(rgb);
 }
 

@@ -32,7 +32,6 @@ class LlavaOnevisionFamily final : public LlavaFamilyBase {
   ReducedTokens reduce_tiled(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                              const ReductionRequest& request) const;
   torch::Tensor image_newline_;
-  ClipImageConfig square_;  // several images: pad to a square in the mean colour, resize
 };
 
 }  // namespace era
