@@ -1,9 +1,12 @@
 // Pillow-exact resize (every convolution filter): C++ on the exact pixels Pillow resized vs Pillow's output.
+// The torch uint8 arithmetic: C++ vs goldens of torch 2.11's uint8 antialiased interpolate.
 #include "image/pil_resize.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -129,6 +132,91 @@ TEST(PilResizeTest, ConstantImageStaysConstant) {
       EXPECT_EQ(hi, v);
     }
   }
+}
+
+// The synthetic source of tests/data/torch_resize (make_torch_resize_refs.py's source_image, the
+// same uint32 arithmetic): noise blocks beside ramps that wrap around from 255 to 0.
+cv::Mat torch_golden_source(int width, int height) {
+  cv::Mat m(height, width, CV_8UC3);
+  for (uint32_t y = 0; y < static_cast<uint32_t>(height); ++y)
+    for (uint32_t x = 0; x < static_cast<uint32_t>(width); ++x)
+      for (uint32_t c = 0; c < 3; ++c) {
+        uint32_t h = (x * 73856093u) ^ (y * 19349663u) ^ (c * 83492791u);
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        h ^= h >> 15;
+        const uint32_t v = (x / 16 + y / 16) % 3 == 0 ? (h & 255u) : ((3 * x + 2 * y + 85 * c + (h & 15u)) & 255u);
+        m.ptr<uint8_t>(static_cast<int>(y))[x * 3 + c] = static_cast<uint8_t>(v);
+      }
+  return m;
+}
+
+// torch.nn.functional.interpolate(uint8, antialias=True) bytes, made by torch 2.11 (the Debian
+// route's torch 1.13 has no uint8 antialias, so they are committed). Pillow's arithmetic must give
+// other bytes on every case: a kTorchUint8 that fell back to Pillow's fixed point would fail here.
+TEST(PilResizeTest, TorchUint8BitExactWithTorchGoldens) {
+  const std::string dir = test::source_dir() + "/tests/data/torch_resize";
+  std::ifstream in(dir + "/index.json");
+  ASSERT_TRUE(in) << "missing " << dir << "/index.json (tests/python/make_torch_resize_refs.py writes it)";
+  const auto index = nlohmann::json::parse(in);
+  const cv::Mat src = torch_golden_source(index["source"]["width"], index["source"]["height"]);
+  ASSERT_EQ(describe_mismatch(hwc_from_mat(src), read_npy(dir + "/" + index["source"]["file"].get<std::string>())), "")
+      << "the C++ formula no longer matches the generator's source image";
+  const auto& cases = index["cases"];
+  ASSERT_GE(cases.size(), 8u);
+  std::set<std::string> filters;
+  bool width_only = false, height_only = false;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const int ow = c["out_w"], oh = c["out_h"];
+    const auto filter = pil_filter_from_name(c["filter"]);
+    ASSERT_TRUE(filter.has_value()) << c["filter"];
+    filters.insert(pil_filter_name(*filter));
+    width_only |= oh == src.rows && ow != src.cols;
+    height_only |= ow == src.cols && oh != src.rows;
+    const torch::Tensor want = read_npy(dir + "/" + c["file"].get<std::string>());
+    const cv::Mat got = resize_u8(src, ow, oh, *filter, ResampleArithmetic::kTorchUint8);
+    ASSERT_EQ(got.cols, ow);
+    ASSERT_EQ(got.rows, oh);
+    EXPECT_EQ(describe_mismatch(hwc_from_mat(got), want), "");
+    const cv::Mat pillow = resize_u8(src, ow, oh, *filter, ResampleArithmetic::kPillow);
+    EXPECT_NE(describe_mismatch(hwc_from_mat(pillow), want), "") << "this case cannot tell Pillow from torch";
+  }
+  EXPECT_EQ(filters, (std::set<std::string>{"bilinear", "bicubic"}));
+  EXPECT_TRUE(width_only && height_only);  // the one-pass paths, as well as both passes
+}
+
+TEST(PilResizeTest, ResizeU8ArithmeticsAndFilters) {
+  cv::Mat src(45, 67, CV_8UC3);
+  cv::randu(src, 0, 256);
+  // kPillow through resize_u8 is the Pillow entry point, for every filter.
+  for (const PilFilter f : kPilFilters)
+    EXPECT_EQ(cv::norm(resize_u8(src, 30, 80, f, ResampleArithmetic::kPillow), pil_resize(src, 30, 80, f),
+                       cv::NORM_INF),
+              0.0)
+        << pil_filter_name(f);
+  // Torch's uint8 path has bilinear and bicubic only; the others are refused by name.
+  for (const PilFilter f : {PilFilter::kBox, PilFilter::kHamming, PilFilter::kLanczos})
+    test::expect_invalid_argument([&] { resize_u8(src, 30, 80, f, ResampleArithmetic::kTorchUint8); },
+                                  pil_filter_name(f));
+  test::expect_invalid_argument(
+      [&] { resize_u8(src, 0, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8); }, "bad output size");
+  // Channels are independent in the torch arithmetic too (torch packs 1-4 channels the same way).
+  const cv::Mat rgb = resize_u8(src, 30, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8);
+  std::vector<cv::Mat> planes;
+  cv::split(src, planes);
+  for (int ch = 0; ch < 3; ++ch) {
+    cv::Mat want;
+    cv::extractChannel(rgb, want, ch);
+    EXPECT_EQ(cv::norm(resize_u8(planes[ch], 30, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8), want,
+                       cv::NORM_INF),
+              0.0)
+        << "channel " << ch;
+  }
+  // Same size: a copy, as torch's.
+  const cv::Mat same = resize_u8(src, src.cols, src.rows, PilFilter::kBilinear, ResampleArithmetic::kTorchUint8);
+  EXPECT_NE(same.data, src.data);
+  EXPECT_EQ(cv::norm(same, src, cv::NORM_INF), 0.0);
 }
 
 TEST(PilResizeTest, SpeedReport640x480To336) {
