@@ -43,7 +43,7 @@ void require(const std::string& value, const std::string& flag, const std::strin
 }
 
 int run_benchmark(const Flags& f) {
-  if (f.benchmark.empty()) usage_error("--benchmark is required (vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench), or use 'era_score retention'");
+  if (f.benchmark.empty()) usage_error("--benchmark is required (vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench, mvbench), or use 'era_score retention'");
   require(f.answers, "--answers", f.benchmark, "the answer JSONL");
   const std::string& b = f.benchmark;
   if (b == "vqav2") {
@@ -103,8 +103,10 @@ int run_benchmark(const Flags& f) {
     scored = r.groups;
     report = make_report(r);
     if (b == "mmbench_cn") report.title = "MMBench-CN (circular)";
-  } else if (b == "videomme" || b == "longvideobench") {
-    const auto kind = b == "videomme" ? VideoChoiceBenchmark::kVideoMme : VideoChoiceBenchmark::kLongVideoBench;
+  } else if (b == "videomme" || b == "longvideobench" || b == "mvbench") {
+    const auto kind = b == "videomme"         ? VideoChoiceBenchmark::kVideoMme
+                      : b == "longvideobench" ? VideoChoiceBenchmark::kLongVideoBench
+                                              : VideoChoiceBenchmark::kMvBench;
     const auto r = score_video_choice(answers, read_video_choice_annotations(f.annotations, kind), kind);
     scored = r.total;
     report = make_report(r, kind);
@@ -180,15 +182,16 @@ int main(int argc, char** argv) {
       "  era_score retention --reference full.json --results a.json b.json ...   (Avg. (%))\n"
       "  era_score compare --results results/*.json   (the papers' table: runs by budget, Avg. (%), visual tokens)"};
   app.add_option("--benchmark", f.benchmark,
-                 "vqav2, textvqa, gqa, pope, mme, sqa, mmbench (or mmbench_cn), videomme, longvideobench")
+                 "vqav2, textvqa, gqa, pope, mme, sqa, mmbench (or mmbench_cn), videomme, longvideobench, mvbench")
       ->check(CLI::IsMember({"vqav2", "textvqa", "gqa", "pope", "mme", "sqa", "mmbench", "mmbench_cn", "videomme",
-                             "longvideobench"}));
+                             "longvideobench", "mvbench"}));
   app.add_option("--answers", f.answers, "answer JSONL (question_id, prompt, text, ...; error records are skipped)");
   app.add_option("--annotations", f.annotations,
                  "ground truth: vqav2 v2_mscoco_val2014_annotations.json | textvqa TextVQA_0.5.1_val.json | gqa "
                  "testdev_balanced_questions.json | pope folder of coco_pope_<split>.json | mme "
                  "MME_Benchmark_release_version/ | sqa problems.json | mmbench mmbench_dev_*.tsv | videomme the "
-                 "dataset's rows as JSON / JSON Lines | longvideobench lvb_val.json");
+                 "dataset's rows as JSON / JSON Lines | longvideobench lvb_val.json | mvbench rows {question_id, task, "
+                 "answer, candidates} as JSON / JSON Lines");
   app.add_option("--questions", f.questions, "pope: the question JSONL (llava_pope_test.jsonl) giving each question's split");
   app.add_option("--split", f.split, "sqa: the problems.json split to score")->capture_default_str();
   app.add_option("--json", f.json, "add this score to a per-method results JSON (created or updated)");

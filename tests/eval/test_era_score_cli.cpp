@@ -84,6 +84,37 @@ TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
                      "row 1: \"answer\" must be one of A, B, C, D");
 }
 
+TEST(EraScoreCli, MvBenchScoresLettersPerTaskAndWritesResults) {
+  const auto dir = test::scratch_dir("era_score_mvbench");
+  write_file(dir + "/mvbench.jsonl",
+             R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "stand"})" "\n"
+             R"({"question_id": "as_1", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "sit"})" "\n"
+             R"({"question_id": "oe_0", "task": "object_existence", "answer": "(C) three"})" "\n"
+             R"({"question_id": "oe_1", "task": "object_existence", "answer": "A"})" "\n"
+             R"({"question_id": "oe_2", "task": "object_existence", "answer": "A"})" "\n");
+  // Right, right ("a. sit" reads as A), wrong ("E" is not C), unparsed; the empty answer is left out.
+  write_file(dir + "/answers.jsonl", answer_line("as_0", "(B) stand") + answer_line("as_1", "a. sit") +
+                                         answer_line("oe_0", "E") + answer_line("oe_1", "no idea") +
+                                         answer_line("oe_2", ""));
+  const auto r = score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir +
+                       "/mvbench.jsonl --json " + dir + "/full.json --method full");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("score  50.00  accuracy (%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 answer(s) gave no option letter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 empty answer(s) left out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task: object_existence"), std::string::npos) << r.out;
+  const json j = read_json(dir + "/full.json");
+  EXPECT_DOUBLE_EQ(j["benchmarks"]["mvbench"]["score"].get<double>(), 50.0);
+  EXPECT_EQ(j["benchmarks"]["mvbench"]["counts"]["total"], 4);
+  EXPECT_EQ(j["benchmarks"]["mvbench"]["counts"]["unparsed"], 1);
+  EXPECT_EQ(j["benchmarks"]["mvbench"]["counts"]["empty"], 1);
+
+  // An answer that is none of the candidates stops with the row named.
+  write_file(dir + "/bad.jsonl", R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit"], "answer": "run"})" "\n");
+  expect_clean_error(score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
+                     "row 1: \"answer\" \"run\" is not one of the \"candidates\"");
+}
+
 TEST(EraScoreCli, PopeReportsEachSplitAndTheMeanF1) {
   const auto dir = test::scratch_dir("era_score_pope");
   std::filesystem::create_directories(dir + "/labels");

@@ -1,9 +1,11 @@
 #include "eval/score/report.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "era/error.h"
@@ -181,16 +183,34 @@ ScoreReport make_report(const SqaResult& r) {
 }
 
 ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchmark) {
-  const bool videomme = benchmark == VideoChoiceBenchmark::kVideoMme;
+  const bool mvbench = benchmark == VideoChoiceBenchmark::kMvBench;
   ScoreReport s;
-  s.benchmark = videomme ? "videomme" : "longvideobench";
-  s.title = videomme ? "Video-MME (multiple choice)" : "LongVideoBench (multiple choice)";
+  // name, title and protocol note of each benchmark
+  static const std::map<VideoChoiceBenchmark, std::array<const char*, 3>> kText = {
+      {VideoChoiceBenchmark::kVideoMme,
+       {"videomme", "Video-MME (multiple choice)",
+        "protocol: lmms-eval videomme extract_characters_regex (letters A-D, its prefix list as it runs), exact letter "
+        "match"}},
+      {VideoChoiceBenchmark::kLongVideoBench,
+       {"longvideobench", "LongVideoBench (multiple choice)",
+        "protocol: lmms-eval longvideobench parse (letters A-E); no letter counts wrong (lmms-eval draws a random one)"}},
+      {VideoChoiceBenchmark::kMvBench,
+       {"mvbench", "MVBench (multiple choice)",
+        "protocol: lmms-eval mvbench mcq_acc (\"X. ...\", else the first A-E standing alone after its punctuation "
+        "cleanup), exact letter match; accuracy over all answered questions (lmms-eval prints only the 20 task "
+        "accuracies; with 200 questions a task, a full run's is their mean)"}},
+  };
+  const auto& text = kText.at(benchmark);
+  s.benchmark = text[0];
+  s.title = text[1];
+  s.notes.push_back(text[2]);
   s.metric = "accuracy (%)";
   s.score = r.accuracy;
   s.values = {{"accuracy", r.accuracy}};
   s.counts = {{"total", d(r.total)},           {"correct", d(r.correct)},       {"unparsed", d(r.unparsed)},
               {"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)},
               {"missing", d(r.missing)}};
+  if (mvbench) s.counts.insert(s.counts.begin() + 3, {"empty", d(r.empty)});
   ReportTable t{"groups", {"answered", "correct", "accuracy"}, {0, 0, 2}, {}, {}};
   for (const auto& [group, counts] : r.by_group) {
     t.row_labels.push_back(group);
@@ -198,11 +218,12 @@ ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchma
                       counts.first ? 100.0 * static_cast<double>(counts.second) / static_cast<double>(counts.first) : 0.0});
   }
   s.tables.push_back(t);
-  s.notes.push_back(videomme ? "protocol: lmms-eval videomme extract_characters_regex (letters A-D, its prefix list as "
-                               "it runs), exact letter match"
-                             : "protocol: lmms-eval longvideobench parse (letters A-E); no letter counts wrong "
-                               "(lmms-eval draws a random one)");
   if (r.unparsed) s.notes.push_back(std::to_string(r.unparsed) + " answer(s) gave no option letter (counted wrong)");
+  if (r.empty)
+    s.notes.push_back(std::to_string(r.empty) + " empty answer(s) left out of the accuracy (as lmms-eval's "
+                      "mvbench_aggregate_results leaves them out)");
+  if (mvbench && r.by_group.size() != 20)
+    s.notes.push_back("the answers cover " + std::to_string(r.by_group.size()) + " of MVBench's 20 tasks");
   skipped_notes(s, r.error_records, r.unmatched, r.duplicates, r.missing, "annotated question(s)");
   return s;
 }

@@ -26,7 +26,7 @@ struct ReportTable {
 };
 
 struct ScoreReport {
-  std::string benchmark;  // vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench
+  std::string benchmark;  // vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench, mvbench
   std::string title;      // human name
   std::string metric;     // what `score` is
   double score = 0;

@@ -17,8 +17,8 @@ using nlohmann::json;
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
 const std::vector<std::string>& column_order() {
-  static const std::vector<std::string> order = {"vqav2", "gqa", "sqa", "textvqa", "pope",
-                                                 "mme",   "mmbench", "mmbench_cn", "mmvet", "videomme", "longvideobench"};
+  static const std::vector<std::string> order = {"vqav2", "gqa", "sqa", "textvqa", "pope", "mme", "mmbench",
+                                                 "mmbench_cn", "mmvet", "videomme", "longvideobench", "mvbench"};
   return order;
 }
 

@@ -5,7 +5,8 @@
 // Coverage (documented limits): lower() maps ASCII, Latin-1, Latin Extended-A, Latin Extended
 // Additional, Greek, Cyrillic, Armenian and fullwidth Latin letters (and U+0130 to "i̇" as Python
 // does); Greek final-sigma context rules and other scripts' case pairs are not applied. Unicode
-// whitespace and decimal digits follow Python for every range that occurs in practice (see .cpp).
+// whitespace and decimal digits follow Python for every range that occurs in practice (see .cpp);
+// `\w` covers the blocks listed at py_isword_re.
 // Bytes that are not valid UTF-8 pass through unchanged and count as one code point each.
 #include <cstddef>
 #include <string>
@@ -37,5 +38,13 @@ struct CodePoint {
 CodePoint decode_utf8(std::string_view s, size_t i);
 bool py_isspace(char32_t c);
 bool py_isdigit_re(char32_t c);  // Python re's \d (Unicode category Nd)
+// Python re's \w for str patterns (str.isalnum() or '_'), which decides its \b. Exact (Python
+// 3.11, Unicode 14) for ASCII, Latin-1, the spacing modifiers and combining diacritics
+// (U+02B0-036F), U+2000-2BFF (punctuation, super/subscripts, currency, letterlike, arrows, math,
+// box drawing, shapes, dingbats), U+2E00-2E7F, U+3000-30FF (CJK symbols and punctuation, kana),
+// U+FE00-FFFF (variation selectors, vertical/small forms, fullwidth) and U+1F000-1FAFF (emoji and
+// other symbols), plus every Unicode space; any other non-ASCII code point counts as a word
+// character (other scripts' punctuation and combining marks, which Python does not count, too).
+bool py_isword_re(char32_t c);
 
 }  // namespace era::score
