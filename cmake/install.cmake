@@ -36,7 +36,7 @@ install(FILES ${CMAKE_BINARY_DIR}/package/era-config.cmake ${CMAKE_BINARY_DIR}/p
 
 # ---- pkg-config ------------------------------------------------------------------------------
 # LibTorch ships no .pc file, so its flags are written out from the LibTorch this build used
-# (Debian: /usr/lib/x86_64-linux-gnu), and so are the three OpenCV modules the library links.
+# (Debian: /usr/lib/x86_64-linux-gnu), and so are the four OpenCV modules the library links.
 get_filename_component(ERA_TORCH_LIBDIR "${TORCH_LIBRARY}" DIRECTORY)
 set(ERA_PC_TORCH_CFLAGS "${TORCH_CXX_FLAGS}")  # the ABI flag only: era's headers need no LibTorch
 set(ERA_PC_TORCH_LIBS "${ERA_STDCXX_FIRST} -L${ERA_TORCH_LIBDIR}")
@@ -52,7 +52,7 @@ string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10")
 if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counters
   string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
 endif()
-string(APPEND ERA_PC_TORCH_LIBS " -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -lgif -licui18n -licuuc")
+string(APPEND ERA_PC_TORCH_LIBS " -lopencv_videoio -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -lgif -licui18n -licuuc")
 if(ERA_SANITIZE)  # a sanitizer build (tools/sanitize.sh): its users link the same runtime
   string(APPEND ERA_PC_TORCH_LIBS " -fsanitize=${ERA_SANITIZE}")
 endif()

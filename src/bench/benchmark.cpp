@@ -59,7 +59,8 @@ std::vector<Config> configurations(const BenchOptions& o) {
 
 Request make_request(const BenchOptions& o, const Config& c) {
   Request r;
-  r.images = {o.image};
+  if (!o.image.empty()) r.images = {o.image};
+  if (!o.video.empty()) r.videos = {Video::from_path(o.video, o.frames)};
   r.prompt = o.prompt;
   r.max_new_tokens = o.max_new_tokens;
   r.temperature = 0.0f;
@@ -165,7 +166,9 @@ BenchReport run_benchmark(const BenchOptions& options) {
   if (options.repeat < 1) throw Error(ErrorCode::kInvalidArgument, "--repeat must be >= 1");
   if (options.warmup < 0) throw Error(ErrorCode::kInvalidArgument, "--warmup must be >= 0");
   if (options.max_new_tokens < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens must be >= 1");
-  if (options.image.empty()) throw Error(ErrorCode::kInvalidArgument, "an image is required");
+  if (options.image.empty() == options.video.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "give one image (-i) or one video (--video)");
+  }
   const auto configs = configurations(options);
 
   BenchReport report;
@@ -200,6 +203,10 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   nlohmann::json j;
   j["bundle"] = o.bundle_dir;
   j["image"] = o.image;
+  if (!o.video.empty()) {
+    j["video"] = o.video;
+    j["frames"] = report.rows.empty() ? 0 : report.rows.front().crops;
+  }
   j["prompt"] = o.prompt;
   j["device"] = report.model.device;
   j["dtype"] = report.model.dtype;
@@ -271,7 +278,9 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       << report.model.device << ", " << report.threads << " threads) | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";
-  out << "image " << o.image << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup
+  out << (o.video.empty() ? "image " + o.image
+                          : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
+      << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup
       << ", median of " << o.repeat << " [min-max] | model resident "
       << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open)) << "\n\n";
 

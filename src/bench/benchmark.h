@@ -23,6 +23,10 @@ namespace era::bench {
 
 struct BenchOptions {
   std::string bundle_dir, image, prompt = "Describe the image in detail.";
+  // Instead of `image`: a video file or folder of frames (Video::from_path), `frames` of it
+  // (0: a file's 16, a folder's every frame).
+  std::string video;
+  int frames = 0;
   std::vector<std::string> methods{kUnreducedMethod, "era"};
   std::vector<int64_t> tokens{64};  // budgets for every method but "full"
   int warmup = 1, repeat = 3;

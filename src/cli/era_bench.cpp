@@ -21,7 +21,11 @@ int main(int argc, char** argv) {
   std::string json_path, dump_dir, py_script, interpreter = "/usr/bin/python3";
   CLI::App app{"era_bench: time, FLOPs and memory per reduction method and budget"};
   era::cli::add_model_flags(app, model);
-  app.add_option("-i,--image", o.image, "image file")->required();
+  auto* image = app.add_option("-i,--image", o.image, "image file");
+  auto* video = app.add_option("--video", o.video, "a video file or folder of frame images instead of an image (LLaVA-OneVision)");
+  image->excludes(video);
+  app.add_option("--frames", o.frames, "frames sampled from --video (default: a file's 16, a folder's every frame)")
+      ->check(CLI::Range(1, era::Video::kMaxFrames));
   app.add_option("-p,--prompt", o.prompt, "question")->capture_default_str();
   app.add_option("--methods", o.methods, era::cli::methods_help("reduction methods, comma-separated:"))
       ->delimiter(',')
@@ -45,6 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--python", interpreter, "Python interpreter for --python-reference")->capture_default_str();
   return era::cli::run_tool("era_bench", app, argc, argv, [&] {
     if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");
+    if (!o.video.empty() && (!dump_dir.empty() || !py_script.empty())) {
+      throw era::Error(era::ErrorCode::kInvalidArgument, "--dump-inputs / --python-reference compare image requests only, not --video");
+    }
     o.bundle_dir = model.model;
     o.session = era::cli::session_options(model);
     o.reduction = era::cli::base_request(reduction).reduction;

@@ -27,6 +27,9 @@ struct Flags {
   era::cli::ModelFlags model;
   era::cli::GenerationFlags gen;
   std::vector<std::string> images;
+  std::vector<std::string> videos;
+  int frames = 16;
+  bool frames_given = false;
   std::string prompt;
   bool stats = false, json = false, no_template = false, chat = false;
   std::string dump_preprocessed, dump_tokens, dump_prompt;
@@ -86,8 +89,9 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
     const auto sizes = summarize(cluster_sizes);
     const auto bias = summarize(biases);
     const auto newlines = std::count(red.kept.begin(), red.kept.end(), int64_t{-1});
-    std::printf("  image %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
-                i, red.method.c_str(), static_cast<long long>(red.kept.size() - newlines),
+    std::printf("  %s %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
+                red.media == era::MediaKind::kVideo ? "video" : "image", i, red.method.c_str(),
+                static_cast<long long>(red.kept.size() - newlines),
                 static_cast<long long>(red.original_tokens),
                 newlines ? (" + " + std::to_string(newlines) + " newlines").c_str() : "", sizes.min, sizes.median, sizes.max,
                 bias.min, bias.mean, bias.max);
@@ -102,11 +106,16 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
 
 void dump_tokens(const std::string& path, const era::PreparedInput& in) {
   nlohmann::json j = {{"prompt", in.prompt}, {"image_token_id", in.image_token_id}, {"ids", in.token_ids}};
-  std::vector<int64_t> image_positions;
+  std::vector<int64_t> image_positions, video_positions;
   for (size_t i = 0; i < in.token_ids.size(); ++i) {
     if (in.token_ids[i] == in.image_token_id) image_positions.push_back(static_cast<int64_t>(i));
+    if (in.video_token_id >= 0 && in.token_ids[i] == in.video_token_id) video_positions.push_back(static_cast<int64_t>(i));
   }
   j["image_positions"] = image_positions;
+  if (in.video_token_id >= 0) {
+    j["video_token_id"] = in.video_token_id;
+    j["video_positions"] = video_positions;
+  }
   std::ofstream out(path);
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + path);
 }
@@ -160,7 +169,8 @@ int run_chat(const Flags& f) {
   const std::pair<const char*, bool> single_answer_only[] = {
       {"--json", f.json}, {"--no-template", f.no_template}, {"--save-viz", !f.save_viz.empty()},
       {"--attn-report", !f.attn_report.empty()}, {"--dump-preprocessed", !f.dump_preprocessed.empty()},
-      {"--dump-tokens", !f.dump_tokens.empty()}, {"--dump-prompt", !f.dump_prompt.empty()}};
+      {"--dump-tokens", !f.dump_tokens.empty()}, {"--dump-prompt", !f.dump_prompt.empty()},
+      {"--video", !f.videos.empty()}};
   for (const auto& [flag, given] : single_answer_only) {
     if (given) throw era::Error(era::ErrorCode::kInvalidArgument, std::string(flag) + " is for one answer: give -p (without --chat)");
   }
@@ -182,6 +192,7 @@ int run(const Flags& f) {
   era::Request req = era::cli::base_request(f.gen);
   req.prompt = f.prompt;
   req.images = f.images;
+  for (const auto& path : f.videos) req.videos.push_back(era::Video::from_path(path, f.frames_given ? f.frames : 0));
   req.use_template = !f.no_template;
 
   if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
@@ -233,8 +244,15 @@ int main(int argc, char** argv) {
   era::cli::add_model_flags(app, f.model);
   app.get_option("--model")->required();
   app.add_option("-i,--image", f.images, "image file; repeat for several images");
+  app.add_option("--video", f.videos,
+                 "video file (frames sampled uniformly, as lmms-eval) or a folder of frame images (name order); "
+                 "repeat for several videos; models with video input (LLaVA-OneVision)");
+  auto* frames = app.add_option("--frames", f.frames,
+                                "frames sampled from each --video (default 16; a folder's frames are all used unless given)")
+                     ->check(CLI::Range(1, era::Video::kMaxFrames));
   app.add_option("-p,--prompt", f.prompt,
-                 "question; <image> marks where images go (default: before the question). Without -p: chat mode");
+                 "question; <image> / <video> mark where images / videos go (default: before the question). "
+                 "Without -p: chat mode");
   app.add_flag("--chat", f.chat,
                "a conversation read from standard input (also without -p; -p is then the first message, -i the "
                "first images); /help lists its commands");
@@ -252,5 +270,8 @@ int main(int argc, char** argv) {
   app.add_option("--dump-prompt", f.dump_prompt,
                  "write the decoder's input after reduction (embeds, positions, LAR log b per key, per-layer LAR "
                  "scales) and the logits at every prompt position to this folder (.npy + prompt.json)");
-  return era::cli::run_tool("era_infer", app, argc, argv, [&] { return run(f); });
+  return era::cli::run_tool("era_infer", app, argc, argv, [&] {
+    f.frames_given = frames->count() > 0;
+    return run(f);
+  });
 }

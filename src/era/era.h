@@ -38,6 +38,7 @@
 
 #include "era/error.h"
 #include "era/image.h"
+#include "era/video.h"
 #include "era/shim_location.h"
 #include "era/methods.h"
 #include "era/options.h"
@@ -64,6 +65,10 @@ struct Request {
   // More images, from memory or files (era/image.h), filling the placeholders after `images`:
   // the request's images are `images` followed by `image_buffers`, in that order.
   std::vector<Image> image_buffers;
+  // Videos (era/video.h: a file sampled to N frames, or frames given as images), one per "<video>"
+  // placeholder in order (prepended after the images' if none is written). Only families that
+  // take video (LLaVA-OneVision) accept them; others throw kPrompt.
+  std::vector<Video> videos;
   bool use_template = true;         // wrap in the bundle's conversation template (manifest prompt.template)
   // A conversation: the earlier exchanges, oldest first, formatted by the template before
   // `prompt` (the new user turn), as LLaVA's multi-turn conversations are. The request's images
@@ -97,10 +102,15 @@ struct Stats {
   int64_t kv_cache_allocated_bytes = 0;  // preallocated for this request
 };
 
-// What the reduction did to one image.
+// Images and videos are the prompt's visual items, in the order of their placeholders.
+enum class MediaKind { kImage, kVideo };
+
+// What the reduction did to one image or video.
 struct ImageReduction {
   std::string method;
-  int64_t original_tokens = 0;        // all crops' tokens (576 per crop)
+  MediaKind media = MediaKind::kImage;
+  int64_t original_tokens = 0;        // all crops' tokens (576 per crop); a video: its frames'
+                                      // pooled tokens (196 per frame on LLaVA-OneVision)
   std::vector<int64_t> kept;          // original index of each token the decoder saw, in sequence
                                       // order (ascending for LLaVA-1.5); -1 for a NeXT newline
   std::vector<int64_t> assignment;    // per original token: slot in `kept` of its cluster, -1 = dropped
@@ -114,7 +124,7 @@ struct Result {
   std::vector<int64_t> tokens;  // generated ids (EOS excluded)
   std::string finish_reason;    // "eos", "length" or "cancelled"
   Stats stats;
-  std::vector<ImageReduction> reductions;  // one per image
+  std::vector<ImageReduction> reductions;  // one per image or video, in prompt order
 };
 
 // Where the last prompt token's attention goes in every decoder layer, for the reduced run and
@@ -137,12 +147,17 @@ struct AttentionReport {
 // normalised pixel tensor: era/debug.h).
 struct PreparedInput {
   std::string prompt;                 // after the template
-  std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes
+  std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes,
+                                      // video_token_id where each video goes
   int64_t image_token_id = -1;
-  std::vector<Image> crops;           // every image's crops in order, RGB pixels (S x S) as the
-                                      // vision tower sees them before normalisation
-  std::vector<int64_t> crops_per_image;              // 1 for LLaVA-1.5; 1 + tiles for LLaVA-NeXT
-  std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of each decoded image
+  int64_t video_token_id = -1;        // -1: the model takes no video
+  std::vector<Image> crops;           // every item's crops (a video's frames) in order, RGB pixels
+                                      // (S x S) as the vision tower sees them before normalisation
+  // Per visual item, in prompt order:
+  std::vector<MediaKind> media;                      // image or video
+  std::vector<int64_t> crops_per_image;              // an image's crops (1 for LLaVA-1.5; 1 +
+                                                     // tiles for NeXT), a video's frames
+  std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of the decoded image or frames
 };
 
 struct ModelInfo {

@@ -1,5 +1,7 @@
 #include "eval/question_file.h"
 
+#include <tuple>
+
 #include <cstdio>
 
 #include "era/error.h"
@@ -51,15 +53,19 @@ Question parse_question(const std::string& line_text, int64_t line, int64_t file
   };
   if (id == j.end() || id->is_null()) return problem("no \"question_id\"");
   if (!id->is_number() && !id->is_string()) return problem("\"question_id\" must be a number or a string");
-  const auto image = j.find("image");
-  if (image == j.end() || !image->is_string() || image->get<std::string>().empty()) {
-    return problem("\"image\" must be a non-empty string");
+  const auto image = j.find("image"), video = j.find("video");
+  if (image == j.end() && video == j.end()) return problem("no \"image\" or \"video\"");
+  for (const auto& [field, it, out] : {std::tuple{"image", image, &q.image}, std::tuple{"video", video, &q.video}}) {
+    if (it == j.end()) continue;
+    if (!it->is_string() || it->template get<std::string>().empty()) {
+      return problem(std::string("\"") + field + "\" must be a non-empty string");
+    }
+    *out = it->template get<std::string>();
+    // "a\u0000b.png" is valid JSON, but the file system would read the path as "a": never truncate.
+    if (out->find('\0') != std::string::npos) return problem(std::string("\"") + field + "\" holds a NUL byte");
   }
   const auto text = j.find("text");
   if (text == j.end() || !text->is_string()) return problem("\"text\" must be a string");
-  q.image = image->get<std::string>();
-  // "a\u0000b.png" is valid JSON, but the file system would read the path as "a": never truncate.
-  if (q.image.find('\0') != std::string::npos) return problem("\"image\" holds a NUL byte");
   q.text = text->get<std::string>();
   const auto category = j.find("category");
   if (category != j.end() && category->is_string()) q.category = category->get<std::string>();

@@ -67,8 +67,16 @@ std::string error_message(const std::exception& e) {
 Request make_request(const EvalConfig& config, const Question& q) {
   Request r = config.request;
   r.on_text = nullptr;
-  r.prompt = "<image>\n" + q.text;  // model_vqa_loader: DEFAULT_IMAGE_TOKEN + '\n' + qs
-  r.images = {(fs::path(config.image_folder) / q.image).string()};
+  // model_vqa_loader: DEFAULT_IMAGE_TOKEN + '\n' + qs; a video's placeholder likewise (lmms-eval)
+  r.prompt = q.text;
+  if (!q.video.empty()) {
+    r.prompt = "<video>\n" + r.prompt;
+    r.videos = {Video::from_path((fs::path(config.image_folder) / q.video).string(), config.video_frames)};
+  }
+  if (!q.image.empty()) {
+    r.prompt = "<image>\n" + r.prompt;
+    r.images = {(fs::path(config.image_folder) / q.image).string()};
+  }
   r.seed = config.request.seed + static_cast<uint64_t>(q.line);
   return r;
 }
@@ -84,8 +92,12 @@ std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, c
     if (!batch[k]->error.empty()) {
       records[k] = error_record(*batch[k], batch[k]->error);
     } else {
-      slots.push_back(k);
-      requests.push_back(make_request(config, *batch[k]));
+      try {  // a video folder is listed here: a missing one is this question's error record
+        requests.push_back(make_request(config, *batch[k]));
+        slots.push_back(k);
+      } catch (const std::exception& e) {
+        records[k] = error_record(*batch[k], error_message(e));
+      }
     }
   }
   if (requests.size() > 1) {

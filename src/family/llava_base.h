@@ -16,7 +16,7 @@ class LlavaFamilyBase : public ModelFamily {
  public:
   explicit LlavaFamilyBase(const ModelBundle& bundle);
 
-  std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+  std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                             const std::optional<std::string>& system) const override;
   std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
   const std::string& image_placeholder() const override { return manifest_.prompt.image_placeholder; }

@@ -11,6 +11,7 @@
 //   - image preprocessing and tiling: one decoded image -> the crops the vision tower sees;
 //   - the visual tokens of one image: how a method's budget is split (per crop, per image), how
 //     the vision output is handed to the method, how the tokens are packed (unpad, newlines);
+//   - video (families that take it): frame preprocessing, pooling and packing of a video's frames;
 //   - the decoder's position ids for the spliced sequence.
 // Adding a family: a folder with a class implementing ModelFamily, and one line in
 // family/registry.cpp mapping its manifest `arch` to it (README "Adding a model family").
@@ -54,7 +55,7 @@ class ModelFamily {
   // The prompt text of a conversation (`history`, then the new `question`) with `num_images`
   // images, in the bundle's template; `system` replaces the template's system text when set
   // (throws era::Error(kPrompt) if the placeholders do not match the images).
-  virtual std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+  virtual std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                                     const std::optional<std::string>& system) const = 0;
   // Token ids of a formatted prompt, with one image token id where each image goes; the
   // tokenizer's BOS / EOS pieces written in the text (a conversation's turn ends) become their ids.
@@ -82,9 +83,34 @@ class ModelFamily {
   virtual ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                                      const ReductionRequest& request) const = 0;
 
+  // ---- video (families that take none keep these defaults, which refuse) -------------------------
+  // Whether the bundle takes video (manifest "video" section).
+  virtual bool takes_video() const { return false; }
+  // One decoded RGB frame (CV_8UC3) -> the uint8 RGB frame the vision tower sees.
+  virtual cv::Mat video_frame(const cv::Mat& rgb) const { (void)rgb; throw no_video(); }
+  // A frame as video_frame gives it -> float32 [3, S, S].
+  virtual torch::Tensor normalize_frame(const cv::Mat& frame) const { (void)frame; throw no_video(); }
+  // The visual tokens one frame brings before any reduction (after the family's pooling).
+  virtual int64_t tokens_per_frame() const { throw no_video(); }
+  // The most visual tokens a video of `frames` frames brings before any reduction.
+  virtual int64_t max_video_tokens(int64_t frames) const { (void)frames; throw no_video(); }
+  // One video's tokens (its frames: `video.first`, `video.count` of the vision pass) for the
+  // decoder, reduced by `reducer`, in sequence order; `kept` indexes the pooled frame tokens
+  // (frame * tokens_per_frame() + index), -1 for tokens that stand for none (a newline).
+  virtual ReducedTokens reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
+                                     const ReductionRequest& request) const {
+    (void)video, (void)method, (void)reducer, (void)request;
+    throw no_video();
+  }
+
   // ---- decoder ---------------------------------------------------------------------------------
   // RoPE position ids [1, L] of a spliced prompt sequence.
   virtual torch::Tensor position_ids(const PromptSequence& sequence) const = 0;
+
+ protected:
+  Error no_video() const {
+    return Error(ErrorCode::kPrompt, "this model (arch " + arch() + ") takes no video: its bundle has no \"video\" section");
+  }
 };
 
 // The family of `bundle` by its manifest's `arch`; throws era::Error(kBundle) naming the bundle,

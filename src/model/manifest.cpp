@@ -179,6 +179,25 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
   return im;
 }
 
+VideoSpec read_video(const json& j, const VisionSpec& vision, const std::string& path) {
+  VideoSpec video;
+  video.present = true;
+  video.size = int_field(j, "video.size", path, vision.image_size, vision.image_size);  // = vision.image_size
+  video.resample = text_field_or(j, "video.resample", path, video.resample);
+  require(video.resample == "bicubic" || video.resample == "bilinear", path,
+          "video.resample '" + video.resample + "' is not bicubic or bilinear");
+  video.filter = *pil_filter_from_name(video.resample);
+  video.arithmetic = text_field_or(j, "video.resize_arithmetic", path, video.arithmetic);
+  require(video.arithmetic == "torch" || video.arithmetic == "pillow", path,
+          "video.resize_arithmetic '" + video.arithmetic + "' is not torch or pillow");
+  video.mean = three_numbers(j, "video.mean", path, [](double) { return true; }, "must be a finite number");
+  video.std = three_numbers(j, "video.std", path, [](double x) { return x >= 1e-6; },
+                            "must be a finite number of at least 1e-6 (pixels are divided by it)");
+  const int64_t side = vision.image_size / vision.patch_size;
+  video.pool_stride = int_field_or(j, "video.pool_stride", path, 1, side, 2);
+  return video;
+}
+
 }  // namespace
 
 ImageSpec parse_image_spec(const std::string& image_json, int64_t vision_image_size, const std::string& where) {
@@ -285,6 +304,9 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   k.eos_id = int_field(j, "tokens.eos_id", path, 0, last_id);
   k.pad_id = int_field_or(j, "tokens.pad_id", path, -1, last_id, -1);  // -1: none
   k.image_token_id = int_field(j, "tokens.image_token_id", path, 0, last_id);
+  k.video_token_id = int_field_or(j, "tokens.video_token_id", path, -1, last_id, -1);
+  require(k.video_token_id < 0 || k.video_token_id != k.image_token_id, path,
+          "tokens.video_token_id must differ from tokens.image_token_id");
   k.tokenizer_vocab_size = int_field(j, "tokens.tokenizer_vocab_size", path, 1, t.vocab_size);
   if (const json* stops = find_node(j, "tokens.stop_ids")) {
     k.stop_ids = int_list(*stops, "tokens.stop_ids", path, 0, last_id, 64);
@@ -306,6 +328,11 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
 
   require(j.contains("image") && j["image"].is_object(), path, "missing field 'image' (an object)");
   m.image = read_image(j["image"], v.image_size, path);
+  if (const json* video = find_node(j, "video")) {
+    require(video->is_object(), path, "field 'video' is not an object");
+    m.video = read_video(j, v, path);
+    require(k.video_token_id >= 0, path, "a bundle with a 'video' section needs tokens.video_token_id");
+  }
 
   // An unknown template must not be prompted in some other style: the answers would be garbage.
   const std::string tmpl_name = text_field(j, "prompt.template", path);
@@ -322,6 +349,9 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   p.assistant_role = text_field_or(j, "prompt.assistant_role", path, p.assistant_role);
   p.sep = text_field_or(j, "prompt.sep", path, p.sep);
   p.image_placeholder = text_field_or(j, "prompt.image_placeholder", path, p.image_placeholder);
+  p.video_placeholder = text_field_or(j, "prompt.video_placeholder", path, p.video_placeholder);
+  require(!p.video_placeholder.empty() && p.video_placeholder != p.image_placeholder, path,
+          "prompt.video_placeholder must be non-empty and differ from prompt.image_placeholder");
   return m;
 }
 

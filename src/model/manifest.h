@@ -60,6 +60,7 @@ struct TokenSpec {
   int64_t eos_id = 2;
   int64_t pad_id = -1;
   int64_t image_token_id = -1;
+  int64_t video_token_id = -1;  // tokens.video_token_id; -1: the bundle takes no video
   int64_t tokenizer_vocab_size = 0;
   // Generation stops at any of these (tokens.stop_ids; [eos_id] when absent): ChatML answers end
   // with "<|im_end|>", which is not the SentencePiece model's eos.
@@ -90,6 +91,24 @@ struct ImageSpec {
   int64_t anyres_max_tiles = 0;
 };
 
+// How a video's frames become the vision tower's input and visual tokens (manifest "video"; absent:
+// the bundle takes no video). LLaVA-OneVision's LlavaOnevisionVideoProcessor + get_video_features:
+// each frame resized to size x size (no aspect kept) with torchvision's uint8 antialiased resize,
+// rescaled and normalised with the video processor's own mean / std, through the tower and the
+// projector, then its token grid pooled bilinearly to ceil(side / pool_stride) per side.
+struct VideoSpec {
+  bool present = false;
+  int64_t size = 384;                 // = vision.image_size
+  std::string resample = "bicubic";   // "bicubic" or "bilinear"
+  PilFilter filter = PilFilter::kBicubic;
+  // video.resize_arithmetic: "torch" (torch's native uint8 resize, what transformers' torchvision
+  // video processor runs) or "pillow" (Pillow's, what LLaVA's own repository runs on frames).
+  std::string arithmetic = "torch";
+  std::array<float, 3> mean{};
+  std::array<float, 3> std{};
+  int64_t pool_stride = 2;
+};
+
 // The decoder/vision module interface this build calls (BUNDLE_FORMAT.md, "decoder_api").
 inline constexpr int kDecoderApi = 2;
 
@@ -107,6 +126,7 @@ struct Manifest {
   TextSpec text;
   TokenSpec tokens;
   ImageSpec image;
+  VideoSpec video;
   PromptTemplate prompt;
 };
 

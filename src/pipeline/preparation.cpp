@@ -1,7 +1,9 @@
 #include "pipeline/preparation.h"
 
 #include "era/error.h"
+#include "reduce/registry.h"
 #include "text/prompt.h"
+#include "video/video_io.h"
 
 namespace era {
 namespace {
@@ -20,9 +22,18 @@ cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
   throw Error(ErrorCode::kInvalidArgument, "unknown image source");
 }
 
+// A request's video as decoded RGB frames: sampled from its file, or its frames decoded as images.
+std::vector<cv::Mat> video_frames(const Video& video, const ImageLimits& limits) {
+  if (video.source() == Video::Source::kFile) return read_video_frames(video.name(), video.frame_count(), limits);
+  std::vector<cv::Mat> frames;
+  for (const Image& frame : video.frames()) frames.push_back(rgb_of(frame, limits));
+  if (frames.empty()) throw Error(ErrorCode::kImage, "video " + video.name() + ": has no frames");
+  return frames;
+}
+
 }  // namespace
 
-void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text) {
+void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text, const std::string& hint) {
   const int64_t context = text.context_limit();
   if (text_tokens + visual_tokens < context) return;
   // A sliding-window model is limited to its window: era does not implement the window, and
@@ -34,48 +45,107 @@ void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text
   throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
                                       std::to_string(visual_tokens) + " image tokens = " +
                                       std::to_string(text_tokens + visual_tokens) + ", but the model's context is " +
-                                      std::to_string(context) + " tokens" + why + " (one must be left to answer)");
+                                      std::to_string(context) + " tokens" + why + " (one must be left to answer)" + hint);
+}
+
+std::string video_length_hint(const PreparedInput& in, const Request& request) {
+  std::string frames;
+  size_t video = 0;
+  for (size_t i = 0; i < in.media.size() && i < in.crops_per_image.size(); ++i) {
+    if (in.media[i] != MediaKind::kVideo) continue;
+    const std::string name = video < request.videos.size() ? request.videos[video].name() : "?";
+    frames += (frames.empty() ? "" : ", ") + name + ": " + std::to_string(in.crops_per_image[i]) + " frames";
+    ++video;
+  }
+  return frames.empty() ? "" : "; video " + frames + " — sample fewer frames (--frames) or reduce them (--keep-ratio / --tokens)";
 }
 
 PreparedRequest prepare_request(const SessionState& impl, const Request& request) {
   const ModelFamily& family = *impl.family;
+  const Manifest& manifest = impl.bundle.manifest;
   PreparedRequest out;
   PreparedInput& in = out.input;
   const int n_images = static_cast<int>(request.images.size() + request.image_buffers.size());
+  const int n_videos = static_cast<int>(request.videos.size());
+  if (n_videos > 0 && !family.takes_video()) {
+    throw Error(ErrorCode::kPrompt, "video " + request.videos.front().name() + ": this model (arch " + manifest.arch +
+                                        ") takes no video: its bundle has no \"video\" section");
+  }
   if (request.use_template) {
-    in.prompt = family.format_prompt(request.history, request.prompt, n_images, request.system);
+    in.prompt = family.format_prompt(request.history, request.prompt, n_images, n_videos, request.system);
   } else {
     in.prompt = request.prompt;
-    const std::string& placeholder = family.image_placeholder();
-    const int found = count_placeholders(in.prompt, placeholder);
-    if (found != n_images) {
-      throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(found) + " " + placeholder +
-                                          " placeholder(s) but " + std::to_string(n_images) + " image(s) were given");
-    }
+    const auto check = [&](const std::string& placeholder, int given, const char* what) {
+      const int found = count_placeholders(in.prompt, placeholder);
+      if (found != given) {
+        throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(found) + " " + placeholder + " placeholder(s) but " +
+                                            std::to_string(given) + " " + what + "(s) were given");
+      }
+    };
+    check(family.image_placeholder(), n_images, "image");
+    if (family.takes_video()) check(manifest.prompt.video_placeholder, n_videos, "video");
   }
-  in.image_token_id = impl.bundle.manifest.tokens.image_token_id;
+  in.image_token_id = manifest.tokens.image_token_id;
+  in.video_token_id = family.takes_video() ? manifest.tokens.video_token_id : -1;
   in.token_ids = family.tokenize(*impl.bundle.tokenizer, in.prompt);
 
   // Fail before any image work when the text alone cannot fit; the full check, with the real
   // number of (reduced) visual tokens, runs once the sequence is built.
-  const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images;
-  check_fits(text_tokens, 0, impl.bundle.manifest.text);
+  const int64_t text_tokens = static_cast<int64_t>(in.token_ids.size()) - n_images - n_videos;
+  check_fits(text_tokens, 0, manifest.text);
 
-  std::vector<torch::Tensor> pixels;
+  // Methods that hand every visual token to the decoder (full, FastV, DART): a video's token count
+  // is known from its frame count, so a video too long for the context fails before decoding.
+  if (n_videos > 0 && find_method(request.reduction.method).stage != MethodStage::kBeforeDecoder) {
+    int64_t video_tokens = 0;
+    std::string names;
+    for (const Video& v : request.videos) {
+      video_tokens += family.max_video_tokens(v.frame_count());
+      names += (names.empty() ? "" : ", ") + v.name() + ": " + std::to_string(v.frame_count()) + " frames";
+    }
+    check_fits(text_tokens, video_tokens, manifest.text,
+               "; video " + names + " — sample fewer frames (--frames) or reduce them (--keep-ratio / --tokens)");
+  }
+
   std::vector<Image> images;
   for (const auto& path : request.images) images.push_back(Image::from_file(path));
   images.insert(images.end(), request.image_buffers.begin(), request.image_buffers.end());
-  for (const auto& image : images) {
-    const cv::Mat rgb = rgb_of(image, impl.image_limits);
-    in.image_sizes.push_back({rgb.rows, rgb.cols});
-    const std::vector<cv::Mat> crops = family.crops_in_prompt(rgb, static_cast<int>(images.size()));
-    for (const cv::Mat& crop : crops) {
-      pixels.push_back(family.normalize(crop));
-      in.crops.push_back(Image::from_pixels(crop.data, crop.cols, crop.rows, static_cast<int>(crop.step), PixelFormat::kRGB8));
+  std::vector<torch::Tensor> pixels;
+  const auto add_crop = [&](const cv::Mat& crop, torch::Tensor normalized) {
+    pixels.push_back(std::move(normalized));
+    in.crops.push_back(Image::from_pixels(crop.data, crop.cols, crop.rows, static_cast<int>(crop.step), PixelFormat::kRGB8));
+  };
+  // The visual items in the order of their placeholders: the i-th image id takes the i-th image,
+  // the j-th video id the j-th video.
+  size_t next_image = 0, next_video = 0;
+  for (const int64_t id : in.token_ids) {
+    if (id == in.image_token_id && next_image < images.size()) {
+      const cv::Mat rgb = rgb_of(images[next_image++], impl.image_limits);
+      const std::vector<cv::Mat> crops = family.crops_in_prompt(rgb, n_images);
+      for (const cv::Mat& crop : crops) add_crop(crop, family.normalize(crop));
+      in.media.push_back(MediaKind::kImage);
+      in.image_sizes.push_back({rgb.rows, rgb.cols});
+      in.crops_per_image.push_back(static_cast<int64_t>(crops.size()));
+    } else if (in.video_token_id >= 0 && id == in.video_token_id && next_video < request.videos.size()) {
+      const std::vector<cv::Mat> frames = video_frames(request.videos[next_video++], impl.image_limits);
+      for (const cv::Mat& rgb : frames) {
+        const cv::Mat frame = family.video_frame(rgb);
+        add_crop(frame, family.normalize_frame(frame));
+      }
+      in.media.push_back(MediaKind::kVideo);
+      in.image_sizes.push_back({frames.front().rows, frames.front().cols});
+      in.crops_per_image.push_back(static_cast<int64_t>(frames.size()));
     }
-    in.crops_per_image.push_back(static_cast<int64_t>(crops.size()));
   }
-  const int64_t s = impl.bundle.manifest.image.size;
+  // Placeholders the text itself produced in another way than counted (a template's own tokens):
+  // every image and video must have found its place.
+  if (next_image != images.size() || next_video != request.videos.size()) {
+    throw Error(ErrorCode::kPrompt, "the prompt's token ids hold " + std::to_string(next_image) + " image and " +
+                                        std::to_string(next_video) + " video placeholder(s) but " +
+                                        std::to_string(images.size()) + " image(s) and " +
+                                        std::to_string(request.videos.size()) + " video(s) were given");
+  }
+  const int64_t s = manifest.image.size;
   out.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::stack(pixels);
   return out;
 }

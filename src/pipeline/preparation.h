@@ -16,7 +16,11 @@ struct PreparedRequest {
 // Throws kPrompt (placeholders do not match the images, the text alone does not fit) and kImage.
 PreparedRequest prepare_request(const SessionState& impl, const Request& request);
 
-// Throws kPrompt unless text + visual tokens leave room for at least one answer token.
-void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text);
+// Throws kPrompt unless text + visual tokens leave room for at least one answer token; `hint`
+// (what to change, e.g. a video's frame count) ends the message.
+void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text, const std::string& hint = "");
+
+// What to change when a request's videos make its prompt too long ("" without videos).
+std::string video_length_hint(const PreparedInput& in, const Request& request);
 
 }  // namespace era

@@ -26,9 +26,10 @@ ImageReduction describe(const std::string& method, int64_t original, const Reduc
 // rank visual tokens against the question (CDPruner): the user's prompt with the image
 // placeholders removed, no BOS, no chat template or "ASSISTANT:" suffix.
 torch::Tensor instruction_embeddings(const SessionState& impl, const Request& request) {
-  const std::string& placeholder = impl.family->image_placeholder();
   std::string text = request.prompt;
-  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
+  for (const std::string& placeholder : {impl.family->image_placeholder(), impl.bundle.manifest.prompt.video_placeholder}) {
+    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
+  }
   const std::vector<int64_t> ids = impl.bundle.tokenizer->encode(text);
   const auto ids_t = torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong)).reshape({1, -1}).to(impl.bundle.device);
   return impl.decoder->embed(ids_t)[0];
@@ -67,8 +68,14 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
     image.count = in.crops_per_image[i];
     image.size = in.image_sizes[i];
-    out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, reduction));
-    out.descriptions.push_back(describe(method.name, image.count * per_crop, out.tokens.back()));
+    if (i < in.media.size() && in.media[i] == MediaKind::kVideo) {
+      out.tokens.push_back(impl.family->reduce_video(image, method, *reducer, reduction));
+      out.descriptions.push_back(describe(method.name, image.count * impl.family->tokens_per_frame(), out.tokens.back()));
+      out.descriptions.back().media = MediaKind::kVideo;
+    } else {
+      out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, reduction));
+      out.descriptions.push_back(describe(method.name, image.count * per_crop, out.tokens.back()));
+    }
     image.first += image.count;
   }
   return out;

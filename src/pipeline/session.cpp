@@ -55,14 +55,14 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
     device::synchronize(impl.bundle.device);
     st.reduce_ms = clock.lap_ms();
   }
-  PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, images.tokens);
+  PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, prepared.input.video_token_id, images.tokens);
   seq.positions = impl.family->position_ids(seq);
   result.reductions = std::move(images.descriptions);
   st.visual_tokens = seq.visual_tokens();
   st.visual_tokens_early_layers = st.visual_tokens;
   st.text_tokens = seq.text_tokens();
   st.prompt_tokens = seq.length();
-  check_fits(st.text_tokens, st.visual_tokens, impl.bundle.manifest.text);
+  check_fits(st.text_tokens, st.visual_tokens, impl.bundle.manifest.text, video_length_hint(prepared.input, request));
   return seq;
 }
 
@@ -219,8 +219,8 @@ AttentionReport Session::attention_report(const Request& request) try {
   const ReducedImages reduced = reduce_images(*impl_, vision, prepared.input, request);
   auto& dec = *impl_->decoder;
   const PreparedInput& in = prepared.input;
-  PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, full.tokens);
-  PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, reduced.tokens);
+  PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, full.tokens);
+  PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, reduced.tokens);
   seq_full.positions = impl_->family->position_ids(seq_full);
   seq_reduced.positions = impl_->family->position_ids(seq_reduced);
   check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->bundle.manifest.text);

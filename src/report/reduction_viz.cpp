@@ -149,6 +149,10 @@ Image draw_request_reduction(const PreparedInput& in, const Result& result, cons
   for (size_t i = 0; i < result.reductions.size(); ++i) {
     const ImageReduction& red = result.reductions[i];
     const int64_t crops = in.crops_per_image[i];
+    if (i < in.media.size() && in.media[i] == MediaKind::kVideo) {
+      throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: item " + std::to_string(i) +
+                                                   " is a video; pictures show images' reductions only");
+    }
     if (crops < 1 || first + static_cast<size_t>(crops) > in.crops.size() ||
         static_cast<int64_t>(red.assignment.size()) != crops * n) {
       throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: image " + std::to_string(i) +

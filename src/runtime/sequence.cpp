@@ -13,12 +13,14 @@ int64_t PromptSequence::visual_tokens() const {
 }
 
 PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
-                              const std::vector<ReducedTokens>& images) {
-  const auto n_placeholders = std::count(ids.begin(), ids.end(), image_token_id);
-  if (n_placeholders != static_cast<int64_t>(images.size())) {
-    throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(n_placeholders) + " image placeholder(s) but " +
-                                        std::to_string(images.size()) + " image(s) were given");
+                              int64_t video_token_id, const std::vector<ReducedTokens>& items) {
+  const auto is_placeholder = [&](int64_t id) { return id == image_token_id || (video_token_id >= 0 && id == video_token_id); };
+  const auto n_placeholders = std::count_if(ids.begin(), ids.end(), is_placeholder);
+  if (n_placeholders != static_cast<int64_t>(items.size())) {
+    throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(n_placeholders) + " image/video placeholder(s) but " +
+                                        std::to_string(items.size()) + " image(s) and video(s) were given");
   }
+  const std::vector<ReducedTokens>& images = items;
   // One embedding call for all text: the placeholder rows are computed and then dropped.
   const auto text = decoder.embed(torch::tensor(ids, torch::kLong).unsqueeze(0)).squeeze(0);
   std::vector<torch::Tensor> embeds, biases;
@@ -34,7 +36,7 @@ PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids,
   };
   int image = 0;
   for (int64_t i = 0; i < static_cast<int64_t>(ids.size()); ++i) {
-    if (ids[i] != image_token_id) continue;
+    if (!is_placeholder(ids[i])) continue;
     flush_text(i);
     const auto& tokens = images[image];
     embeds.push_back(tokens.embeddings.to(text.device(), text.scalar_type()));

@@ -29,8 +29,9 @@ struct PromptSequence {
   int64_t text_tokens() const { return length() - visual_tokens(); }
 };
 
-// `ids` holds one `image_token_id` per image, in order; `images[i]` replaces the i-th one.
+// `ids` holds one placeholder id per visual item (an image's `image_token_id`, a video's
+// `video_token_id`; -1 when the model takes no video), in order; `items[i]` replaces the i-th.
 PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
-                              const std::vector<ReducedTokens>& images);
+                              int64_t video_token_id, const std::vector<ReducedTokens>& items);
 
 }  // namespace era

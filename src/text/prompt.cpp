@@ -22,21 +22,21 @@ const TemplateEntry kTemplates[] = {
     {"qwen_1_5", TemplateStyle::kChatml, "You are a helpful assistant."},
 };
 
-// The images' placeholders over all user texts of a conversation: where none are written, one
-// "<image>\n" per image goes in front of the first user text (LLaVA puts a conversation's image
-// in its first turn); otherwise their number must match.
-std::vector<std::string> place_images(const PromptTemplate& tmpl, std::vector<std::string> users, int num_images) {
+// One kind's placeholders (images or videos) over all user texts of a conversation: where none
+// are written, one "PLACEHOLDER\n" per item goes in front of the first user text (LLaVA puts a
+// conversation's image in its first turn); otherwise their number must match.
+void place_items(std::vector<std::string>& users, const std::string& placeholder, int count, const char* what) {
+  if (placeholder.empty() && count == 0) return;  // a template without that kind of item
   int found = 0;
-  for (const auto& u : users) found += count_placeholders(u, tmpl.image_placeholder);
+  for (const auto& u : users) found += count_placeholders(u, placeholder);
   if (found == 0) {
     std::string prefix;
-    for (int i = 0; i < num_images; ++i) prefix += tmpl.image_placeholder + "\n";
+    for (int i = 0; i < count; ++i) prefix += placeholder + "\n";
     users.front() = prefix + users.front();
-  } else if (found != num_images) {
-    throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(found) + " " + tmpl.image_placeholder +
-                                        " placeholder(s) but " + std::to_string(num_images) + " image(s) were given");
+  } else if (found != count) {
+    throw Error(ErrorCode::kPrompt, "the prompt has " + std::to_string(found) + " " + placeholder + " placeholder(s) but " +
+                                        std::to_string(count) + " " + what + "(s) were given");
   }
-  return users;
 }
 
 }  // namespace
@@ -66,16 +66,18 @@ int count_placeholders(const std::string& text, const std::string& placeholder) 
   return n;
 }
 
-std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images) {
-  return format_conversation(tmpl, {}, question, num_images);
+std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images, int num_videos) {
+  return format_conversation(tmpl, {}, question, num_images, num_videos);
 }
 
 std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
-                                const std::string& question, int num_images) {
+                                const std::string& question, int num_images, int num_videos) {
   std::vector<std::string> users;
   for (const auto& turn : history) users.push_back(turn.user);
   users.push_back(question);
-  users = place_images(tmpl, std::move(users), num_images);
+  // videos first, so that images placed in front come before them: "<image>\n<video>\nQ"
+  place_items(users, tmpl.video_placeholder, num_videos, "video");
+  place_items(users, tmpl.image_placeholder, num_images, "image");
   const auto answer = [&](size_t i) -> const std::string& { return history[i].assistant; };
   const size_t last = users.size() - 1;
   std::string out;

@@ -38,6 +38,7 @@ struct PromptTemplate {
   std::string assistant_role = "ASSISTANT";
   std::string sep = " ";
   std::string image_placeholder = "<image>";
+  std::string video_placeholder = "<video>";  // families that take video (LLaVA-OneVision)
 };
 
 // The template names era knows, in table order ("vicuna_v1", "mistral_instruct", ...).
@@ -51,8 +52,9 @@ int count_placeholders(const std::string& text, const std::string& placeholder);
 
 // The full prompt for one user turn. If the question has no image placeholder and `num_images`
 // is positive, one "<image>\n" per image goes in front of it (as LLaVA's eval scripts do);
-// otherwise the question must contain exactly `num_images` placeholders.
-std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images);
+// otherwise the question must contain exactly `num_images` placeholders. Videos likewise with
+// "<video>\n" (after the images' placeholders when both are placed).
+std::string format_prompt(const PromptTemplate& tmpl, const std::string& question, int num_images, int num_videos = 0);
 
 // A conversation: the earlier exchanges `history` (oldest first), then the new `question`, in
 // LLaVA's multi-turn layout of each style (conversation.py's get_prompt), ending where the
@@ -66,7 +68,7 @@ std::string format_prompt(const PromptTemplate& tmpl, const std::string& questio
 // all user texts, in order, must number `num_images`; if there are none, the images go in front
 // of the first user text. Throws era::Error(kPrompt) otherwise.
 std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
-                                const std::string& question, int num_images);
+                                const std::string& question, int num_images, int num_videos = 0);
 
 // A piece of text that is one token of its own and never goes through SentencePiece: the HF
 // tokenizer's added tokens (ChatML's "<|im_start|>" / "<|im_end|>" in Yi's vocabulary).

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "model/manifest.h"
@@ -65,6 +66,27 @@ TEST(EraBenchCli, JsonReportHasEveryColumnWithConsistentValues) {
   }
   EXPECT_GT(j["memory"]["resident_after_open_bytes"].get<int64_t>(), 0);
   EXPECT_EQ(j["model"]["layers"], m.text.num_layers);
+}
+
+// A video instead of an image (OneVision): rows count the frames as crops and the pooled tokens;
+// an image and a video together are refused.
+TEST(EraBenchCli, VideoRowsCountFramesAndPooledTokens) {
+  const auto dir = test::scratch_dir("era_bench_video");
+  std::filesystem::create_directories(dir + "/frames");
+  for (int k = 0; k < 3; ++k) {
+    std::filesystem::copy_file(test::source_dir() + "/tests/data/sample.png", dir + "/frames/f" + std::to_string(k) + ".png");
+  }
+  const std::string base = test::era_bench_path() + " -m " + test::onevision_bundle_dir() + " --video " + dir + "/frames";
+  auto r = test::run_command(base + " --frames 2 --methods full,era --tokens 40 --warmup 0 --repeat 1 -n 2 --json " + dir + "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(2 frames)"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  EXPECT_EQ(j["frames"], 2);
+  EXPECT_EQ(row_of(j, "full")["crops"], 2);
+  EXPECT_EQ(row_of(j, "full")["visual_tokens"], 2 * 196 + 1);
+  EXPECT_EQ(row_of(j, "era@40")["visual_tokens"], 40 + 1);  // 20 a frame, then the newline
+  r = test::run_command(base + " --image " + test::source_dir() + "/tests/data/sample.png --warmup 0 --repeat 1 -n 1");
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(EraBenchCli, InputsForThePythonReferenceAreDumped) {

@@ -188,6 +188,33 @@ TEST(EraEval, KilledRunResumesWithoutLossOrDuplicates) {
 }
 
 // The kill landing inside a write: an incomplete last line is cut and its question redone.
+// Video questions: a "video" field (a folder of frames under --image-folder) and --frames; a
+// missing video is that question's error record, the others are answered.
+TEST(EraEval, VideoQuestionsWithFrames) {
+  Workspace ws("eval_video");
+  fs::create_directories(ws.images + "/clip");
+  for (int k = 0; k < 4; ++k) fs::copy_file(ws.images + "/sample.png", ws.images + "/clip/f" + std::to_string(k) + ".png");
+  const std::string q = ws.dir + "/video.jsonl";
+  write_text(q, json{{"question_id", 1}, {"video", "clip"}, {"text", "What happens?"}}.dump() + "\n" +
+                    json{{"question_id", 2}, {"video", "nope"}, {"text", "What happens?"}}.dump() + "\n" +
+                    json{{"question_id", 3}, {"text", "No media."}}.dump() + "\n");
+  const std::string out = ws.dir + "/answers.jsonl";
+  const auto r = test::run_command(test::era_eval_path() + " -m " + test::onevision_bundle_dir() + " --questions " + q +
+                                   " --image-folder " + ws.images + " --answers " + out + " -n 2 --frames 2");
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // some items failed, their records written
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 3u);
+  std::map<int, json> by_id;
+  for (const auto& l : lines) {
+    const auto j = json::parse(l);
+    by_id[j["question_id"].get<int>()] = j;
+  }
+  EXPECT_FALSE(by_id[1].contains("error")) << by_id[1].dump();
+  EXPECT_EQ(by_id[1]["metadata"]["visual_tokens"], 2 * 196 + 1);
+  EXPECT_NE(by_id[2].value("error", "").find("nope"), std::string::npos) << by_id[2].dump();
+  EXPECT_NE(by_id[3].value("error", "").find("no \"image\" or \"video\""), std::string::npos) << by_id[3].dump();
+}
+
 TEST(EraEval, TornLastLineIsRepaired) {
   Workspace ws("era_eval_torn");
   const auto q = ws.questions("q.jsonl", 4);

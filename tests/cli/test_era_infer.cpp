@@ -156,6 +156,42 @@ TEST(EraInfer, TwoImagesInOnePrompt) {
   }
 }
 
+// A video as a folder of frames on the OneVision bundle: --frames samples it, --stats names it, the
+// JSON marks the item a video, --dump-tokens lists its placeholder; a LLaVA-1.5 bundle refuses it.
+TEST(EraInfer, VideoFolderWithFramesOnOnevision) {
+  const auto dir = test::scratch_dir("era_infer_video");
+  const std::string frames = dir + "/frames";
+  std::filesystem::create_directories(frames);
+  for (int k = 0; k < 5; ++k) std::filesystem::copy_file(sample_png(), frames + "/f" + std::to_string(k) + ".png");
+  const std::string base = test::era_infer_path() + " -m " + test::onevision_bundle_dir() + " --video " + frames +
+                           " -p 'What happens?' -n 2 --ignore-eos";
+  auto r = test::run_command(base + " --frames 3 --method era --keep-ratio 0.25 --json --dump-tokens " + dir + "/tokens.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["reductions"].size(), 1u);
+  EXPECT_EQ(j["reductions"][0]["media"], "video");
+  EXPECT_EQ(j["reductions"][0]["original_tokens"], 3 * 196);
+  EXPECT_EQ(j["stats"]["visual_tokens"], 3 * 49 + 1);
+  const auto tokens = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
+  EXPECT_EQ(tokens["video_positions"].size(), 1u);
+  EXPECT_EQ(tokens["image_positions"].size(), 0u);
+  r = test::run_command(base + " --stats");  // every frame of the folder
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("video 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("visual " + std::to_string(5 * 196 + 1)), std::string::npos) << r.out;
+  // bad videos and models: exit 2, one line naming the item
+  r = test::run_command(test::era_infer_path() + " -m " + test::onevision_bundle_dir() + " --video " + dir +
+                        "/missing.mp4 -p 'What?' -n 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.mp4: no such file"), std::string::npos) << r.err;
+  r = test::run_command(test::era_infer_path() + " -m " + test::bundle_dir() + " --video " + frames + " -p 'What?' -n 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("takes no video"), std::string::npos) << r.err;
+  r = test::run_command(base + " --frames 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--frames"), std::string::npos) << r.err;
+}
+
 // FastV / DART prune inside the decoder (after layer K = 1 of the tiny 2-layer model): the
 // stats report what layers >= K saw, layer 0 saw every visual token.
 TEST(EraInfer, InDecoderMethodsEndToEnd) {

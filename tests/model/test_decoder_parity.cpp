@@ -50,7 +50,7 @@ class DecoderParity : public ::testing::Test {
     Decoder dec(*bundle_);
     ReductionInput input;
     input.embeddings = v.embeddings[0];
-    return build_sequence(dec, *ids_, image_token_id_, {FullReducer().reduce(input)});
+    return build_sequence(dec, *ids_, image_token_id_, -1, {FullReducer().reduce(input)});
   }
 
   static ModelBundle* bundle_;

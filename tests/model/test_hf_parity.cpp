@@ -41,10 +41,15 @@ std::vector<int64_t> one_placeholder_per_image(const std::vector<int64_t>& ids, 
 
 // One prompt of a case: its image (or images, "pngs"), and the question in the bundle's template,
 // or (OneVision cases, "raw_prompt") the very text transformers' chat template gave.
+// A video case's prompt has its video instead: a folder of frame PNGs ("video_dir").
 Request request_for(const nlohmann::json& c, const nlohmann::json& image) {
   Request req;
-  req.images = image.contains("pngs") ? image["pngs"].get<std::vector<std::string>>()
-                                      : std::vector<std::string>{image["png"].get<std::string>()};
+  if (image.contains("video_dir")) {
+    req.videos = {Video::from_folder(image["video_dir"].get<std::string>())};
+  } else {
+    req.images = image.contains("pngs") ? image["pngs"].get<std::vector<std::string>>()
+                                        : std::vector<std::string>{image["png"].get<std::string>()};
+  }
   if (c.value("raw_prompt", false)) {
     req.prompt = c["prompt"].get<std::string>();
     req.use_template = false;
@@ -62,7 +67,8 @@ void check_case(const std::string& name) {
   ASSERT_FALSE(c["images"].empty());
   for (const auto& image : c["images"]) {
     const std::string dir = image["dir"];
-    SCOPED_TRACE(name + " image " + std::to_string(image["width"].get<int>()) + "x" + std::to_string(image["height"].get<int>()));
+    SCOPED_TRACE(name + (image.contains("frames") ? " video of " + std::to_string(image["frames"].get<int>()) + " frames " : " image ") +
+                 std::to_string(image["width"].get<int>()) + "x" + std::to_string(image["height"].get<int>()));
     const auto ref = read_json(dir + "/tokens.json");
     Request req = request_for(c, image);
 
@@ -71,8 +77,9 @@ void check_case(const std::string& name) {
     ASSERT_EQ(in.pixel_values.sizes(), pixels.sizes());
     EXPECT_TRUE(torch::equal(in.pixel_values, pixels))
         << "max abs pixel difference " << (in.pixel_values - pixels).abs().max().item<float>();
+    // (a video case's reference names the video token's id in this field)
     const int64_t image_token_id = ref["image_token_id"];
-    EXPECT_EQ(in.image_token_id, image_token_id);
+    EXPECT_EQ(image.contains("video_dir") ? in.video_token_id : in.image_token_id, image_token_id);
     // OneVision cases also carry the tokenizer's own ids of the prompt (one per placeholder):
     // adjacent images make a single run in input_ids.
     EXPECT_EQ(in.token_ids, ref.contains("prompt_ids") ? ref["prompt_ids"].get<std::vector<int64_t>>()
@@ -108,6 +115,9 @@ TEST(HfParity, NextYiChatmlPiecesInSentencePiece) { check_case("next_yi_chatml")
 TEST(HfParity, OnevisionImagesAnyresMax9) { check_case("onevision_images"); }
 // two images in one prompt: one padded square crop and a newline each
 TEST(HfParity, OnevisionTwoImagesInOnePrompt) { check_case("onevision_two_images"); }
+// a video as frame images (8 frames of 640x480, 3 of 300x500, 1 of 384x384): the video
+// processor's resize and statistics, 2x2 bilinear pooling to 196 tokens a frame, one newline
+TEST(HfParity, OnevisionVideoFramesPooledWithOneNewline) { check_case("onevision_video"); }
 
 // Every method on a OneVision bundle (tiled 640x480 image, and the two-image prompt): it runs with a
 // 64-token budget, or (VisionZip, which ranks by a CLS token SigLIP lacks) refuses naming itself

@@ -61,7 +61,7 @@ TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   EXPECT_LE(max_rel_error(packed.embeddings, want), 1e-4);
 
   Decoder dec(bundle);
-  const auto seq = build_sequence(dec, in.token_ids, bundle.manifest.tokens.image_token_id, {packed});
+  const auto seq = build_sequence(dec, in.token_ids, bundle.manifest.tokens.image_token_id, -1, {packed});
   auto cache = dec.make_cache(1, seq.length());
   const auto logits = dec.forward(seq.embeds, seq.positions, seq.key_log_bias, cache, false);
   const double err = max_rel_error(logits[0], read_npy(ref("logits.npy")));

@@ -146,12 +146,17 @@ def build_onevision(case):
 
 
 def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_ID,
-               pad_token_id=PAD_TOKEN_ID):
+               pad_token_id=PAD_TOKEN_ID, video=None):
     """transformers' outputs for `prompt` with `image` (one PIL image, or a list for a
-    multi-image prompt)."""
+    multi-image prompt), or with `video` (its frames, uint8 [F, H, W, 3]; `image_token_id` is
+    then the video token's id)."""
     os.makedirs(out, exist_ok=True)
-    inputs = processor(images=image, text=prompt, return_tensors="pt")
-    pixels = inputs["pixel_values"]
+    if video is not None:
+        inputs = processor(videos=[video], text=prompt, return_tensors="pt")
+        pixels = inputs["pixel_values_videos"]  # [1, frames, 3, S, S]
+    else:
+        inputs = processor(images=image, text=prompt, return_tensors="pt")
+        pixels = inputs["pixel_values"]
     if pixels.dim() == 5:  # NeXT / OneVision: [images, crops, 3, S, S]; one image's crops, or
         pixels = pixels.flatten(0, 1)  # one crop each for several (none padded: same counts)
     ids = inputs["input_ids"][0].tolist()
@@ -188,17 +193,24 @@ def case_folders(case, out):
     return folder, os.path.join(folder, "checkpoint"), os.path.join(folder, "bundle")
 
 
-def make_onevision_case(case, out):
-    """A OneVision case: the prompt is transformers' own chat template (era's request sends that
-    text with use_template off); images go one per prompt, or `images_per_prompt` at a time."""
-    start = time.time()
-    row = hf_cases.CASES[case]
+def exported_onevision(case, out):
+    """A OneVision case's checkpoint saved by transformers and exported by era: (folder,
+    checkpoint, bundle, model, processor, tokenizer)."""
     folder, ckpt, bundle = case_folders(case, out)
     model, processor, tok = build_onevision(case)
     model.save_pretrained(ckpt, safe_serialization=True)
     processor.save_pretrained(ckpt)
     if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
         raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
+    return folder, ckpt, bundle, model, processor, tok
+
+
+def make_onevision_case(case, out):
+    """A OneVision case: the prompt is transformers' own chat template (era's request sends that
+    text with use_template off); images go one per prompt, or `images_per_prompt` at a time."""
+    start = time.time()
+    row = hf_cases.CASES[case]
+    folder, ckpt, bundle, model, processor, tok = exported_onevision(case, out)
     per_prompt = row.get("images_per_prompt", 1)
     prompt = processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "image"}] * per_prompt
@@ -227,7 +239,39 @@ def make_onevision_case(case, out):
     print(f"make_hf_refs: {case}: {len(prompts)} prompt(s) in {time.time() - start:.1f} s")
 
 
+def make_onevision_video_case(case, out):
+    """A OneVision video case: each video is a folder of frame PNGs (era reads it with
+    Video::from_folder), one video per prompt, transformers' chat template as the prompt."""
+    start = time.time()
+    row = hf_cases.CASES[case]
+    folder, ckpt, bundle, model, processor, tok = exported_onevision(case, out)
+    prompt = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": hf_cases.QUESTION}]}],
+        add_generation_prompt=True)
+    video_id = tok.convert_tokens_to_ids("<video>")
+    prompts = []
+    for k, (frames, w, h) in enumerate(row["videos"]):
+        frames_dir = os.path.join(folder, f"video{k}")
+        os.makedirs(frames_dir)
+        arrays = []
+        for f in range(frames):
+            pixels = synth(w, h, seed=100 * k + f)
+            Image.fromarray(pixels).save(os.path.join(frames_dir, f"frame_{f:04d}.png"))
+            arrays.append(pixels)
+        d = os.path.join(folder, str(k))
+        references(model, processor, None, prompt, d, image_token_id=video_id,
+                   pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), video=np.stack(arrays))
+        prompts.append({"dir": d, "video_dir": frames_dir, "frames": frames, "width": w, "height": h})
+    write_json(folder, "case.json", {"arch": row["arch"], "bundle": bundle, "checkpoint": ckpt,
+                                     "question": hf_cases.QUESTION, "prompt": prompt,
+                                     "raw_prompt": True, "images": prompts,
+                                     "config": {k: v for k, v in row.items() if k != "images"}})
+    print(f"make_hf_refs: {case}: {len(prompts)} video(s) in {time.time() - start:.1f} s")
+
+
 def make_case(case, out):
+    if "videos" in hf_cases.CASES[case]:
+        return make_onevision_video_case(case, out)
     if hf_cases.CASES[case]["arch"] == "llava_onevision":
         return make_onevision_case(case, out)
     start = time.time()

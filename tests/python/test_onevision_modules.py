@@ -177,6 +177,14 @@ class OneVisionModules(unittest.TestCase):
         self.assertEqual((m["image"]["vision_aspect_ratio"], m["prompt"]["template"]), ("anyres_max_9", "qwen_1_5"))
         self.assertIn("<|im_end|>", [t["content"] for t in m["tokens"]["added_tokens"]])
         self.assertTrue(os.path.isfile(os.path.join(out, "tokenizer.json")))
+        # video: the video processor's own settings (CLIP statistics, not the image processor's
+        # 0.5), torch's resize arithmetic, 2x2 pooling, and the <video> placeholder's id
+        with open(os.path.join(self.dir, "config.json"), encoding="utf-8") as f:
+            video_token = json.load(f)["video_token_index"]
+        self.assertEqual(m["video"], {"size": 384, "resample": "bicubic", "resize_arithmetic": "torch",
+                                      "mean": [0.48145466, 0.4578275, 0.40821073],
+                                      "std": [0.26862954, 0.26130258, 0.27577711], "pool_stride": 2})
+        self.assertEqual((m["tokens"]["video_token_id"], m["prompt"]["video_placeholder"]), (video_token, "<video>"))
 
 
 def use_checkpoint(path):

@@ -141,7 +141,7 @@ class PrunedModel : public ::testing::TestWithParam<std::string> {
     VisionEncoder vision(*bundle_);
     ReductionInput input;
     input.embeddings = vision.encode(read_npy(logits + "pixel_values.npy")).embeddings[0];
-    return build_sequence(dec, j["ids"].get<std::vector<int64_t>>(), j["image_token_id"], {FullReducer().reduce(input)});
+    return build_sequence(dec, j["ids"].get<std::vector<int64_t>>(), j["image_token_id"], -1, {FullReducer().reduce(input)});
   }
 
   static ModelBundle* bundle_;

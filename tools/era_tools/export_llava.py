@@ -158,7 +158,7 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
     prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
     v, t = cfg.vision, cfg.text
     image = image_manifest(cfg, pre)
-    return {
+    manifest = {
         "format": "era-bundle",
         "format_version": 1,
         "arch": cfg.arch,
@@ -197,6 +197,11 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
         "image": image,
         "prompt": prompt,
     }
+    if ckpt.video is not None:  # OneVision: frames, their placeholder and its id
+        manifest["video"] = ckpt.video
+        manifest["tokens"]["video_token_id"] = cfg.video_token_id
+        manifest["prompt"]["video_placeholder"] = "<video>"
+    return manifest
 
 
 # ------------------------------------------------------------------------------------------------

@@ -263,6 +263,7 @@ class LlavaConfig:
     raw: dict
     arch: str = "llava-1.5"        # "llava-1.5" | "llava-next" | "llava-onevision"
     grid_pinpoints: list = None    # NeXT: [[height, width], ...] as in config.json; else None
+    video_token_id: int = -1       # OneVision: config.json video_token_index; else -1
 
     @property
     def is_next(self):
@@ -284,6 +285,7 @@ class LlavaCheckpoint:
     # excepted (tokenizer_config.json added_tokens_decoder, added_tokens.json, tokenizer.json)
     added_tokens: dict = field(default_factory=dict)
     chat_template: str = ""        # the checkpoint's own chat template text ("" if none)
+    video: dict = None             # OneVision: the manifest's "video" section (load_video_processor)
     generation_eos: list = field(default_factory=list)  # generation_config.json eos_token_id
     # canonical name -> tensor, one dict per module (names as in llava_model.py)
     vision: dict = field(default_factory=dict)
@@ -486,10 +488,17 @@ def load_config(folder):
     elif arch == "llava-onevision":
         pinpoints = _pinpoints(raw.get("image_grid_pinpoints") or ONEVISION_DEFAULT_PINPOINTS,
                                vision.image_size, f"{path}: image_grid_pinpoints")
+    video_token = -1
+    if arch == "llava-onevision":
+        video_token = raw.get("video_token_index", raw.get("video_token_id", 151647))
+        if not isinstance(video_token, int) or not 0 <= video_token < text.vocab_size \
+                or video_token == image_token:
+            raise CheckpointError(f"{path}: video_token_index {video_token!r} is outside the "
+                                  f"vocabulary (vocab_size {text.vocab_size}) or is the image token")
     return LlavaConfig(vision=vision, text=text, image_token_id=image_token, pad_token_id=pad,
                        projector_act=act,
                        projector_bias=bool(raw.get("multimodal_projector_bias", True)), raw=raw,
-                       arch=arch, grid_pinpoints=pinpoints)
+                       arch=arch, grid_pinpoints=pinpoints, video_token_id=video_token)
 
 
 def _pinpoints(value, tile, where):
@@ -573,6 +582,49 @@ def parse_onevision_preprocessor(pc, path, vision, cfg):
                         crop_size=vision.image_size, resample=PIL_RESAMPLE_NAMES[resample],
                         present=bool(pc), mode="anyres", shortest_edge=vision.image_size,
                         processor_type=ptype)
+
+
+def load_video_processor(folder, vision):
+    """LlavaOnevisionVideoProcessor's settings as the manifest's "video" section: where
+    transformers saved them (video_preprocessor_config.json, or processor_config.json's
+    "video_processor"), else the class defaults. Frames are resized to size x size by torchvision
+    (uint8, antialiased: era's resize arithmetic "torch"), rescaled and normalised."""
+    pc, path = {}, os.path.join(folder, "video_preprocessor_config.json")
+    if os.path.isfile(path):
+        pc = _read_json(path, "video_preprocessor_config.json")
+    else:
+        path = os.path.join(folder, "processor_config.json")
+        if os.path.isfile(path):
+            pc = _read_json(path, "processor_config.json").get("video_processor") or {}
+            path += " (video_processor)"
+    if not isinstance(pc, dict):
+        raise CheckpointError(f"{path}: the video processor settings are not a JSON object")
+    ptype = pc.get("video_processor_type", "LlavaOnevisionVideoProcessor")
+    if ptype != "LlavaOnevisionVideoProcessor":
+        raise CheckpointError(f"{path}: video_processor_type {ptype!r} is not LlavaOnevisionVideoProcessor")
+    size = pc.get("size", {"height": vision.image_size, "width": vision.image_size})
+    if not (isinstance(size, dict) and size.get("height") == vision.image_size
+            and size.get("width") == vision.image_size):
+        raise CheckpointError(f"{path}: size {size!r} must be {{height: {vision.image_size}, "
+                              f"width: {vision.image_size}}} (the vision tower's image_size)")
+    for key in ("do_resize", "do_rescale", "do_normalize", "do_convert_rgb"):
+        if pc.get(key, True) is not True:
+            raise CheckpointError(f"{path}: {key} {pc.get(key)!r} not supported (only true)")
+    if pc.get("do_center_crop"):
+        raise CheckpointError(f"{path}: do_center_crop true not supported (frames are resized)")
+    rescale = pc.get("rescale_factor", 1 / 255)
+    if not isinstance(rescale, (int, float)) or abs(rescale * 255 - 1) > 1e-12:
+        raise CheckpointError(f"{path}: rescale_factor {rescale!r} not supported (only 1/255)")
+    resample = PIL_RESAMPLE_NAMES.get(pc.get("resample", PIL_RESAMPLE_IDS["bicubic"]))
+    if resample not in ("bicubic", "bilinear"):
+        raise CheckpointError(f"{path}: resample {pc.get('resample')!r} not supported "
+                              f"(bicubic 3 or bilinear 2)")
+    mean, std = pc.get("image_mean", CLIP_MEAN), pc.get("image_std", CLIP_STD)
+    for key, v in (("image_mean", mean), ("image_std", std)):
+        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v)):
+            raise CheckpointError(f"{path}: {key} must be a list of 3 numbers, got {v!r}")
+    return {"size": vision.image_size, "resample": resample, "resize_arithmetic": "torch",
+            "mean": [float(x) for x in mean], "std": [float(x) for x in std], "pool_stride": 2}
 
 
 # The image processors era reproduces, by image_processor_type (transformers saves the class name
@@ -951,6 +1003,8 @@ def _with_byte_level_tokenizer(folder, cfg, pre, load_weights):
 
 
 def _with_weights(ckpt, folder, cfg, load_weights):
+    if cfg.arch == "llava-onevision":
+        ckpt.video = load_video_processor(folder, cfg.vision)
     ckpt.added_tokens = load_added_tokens(folder, cfg)
     ckpt.chat_template = load_chat_template(folder)
     ckpt.generation_eos = load_generation_eos(folder, cfg)

@@ -9,6 +9,7 @@
 #include "image/anyres.h"
 #include "reduce/budget.h"
 #include "text/prompt.h"
+#include "video/frame_preprocess.h"
 
 namespace era {
 
@@ -26,10 +27,13 @@ LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
   }
 }
 
-// Qwen2 has no BOS: the ids are the added tokens (ChatML markers) and the BPE pieces between them.
+// Qwen2 has no BOS: the ids are the added tokens (ChatML markers) and the BPE pieces between them;
+// a video placeholder is one id like the image's.
 std::vector<int64_t> LlavaOnevisionFamily::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
+  std::vector<AddedToken> specials = manifest_.tokens.added_tokens;
+  if (takes_video()) specials.push_back({manifest_.prompt.video_placeholder, manifest_.tokens.video_token_id});
   return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
-                              manifest_.tokens.added_tokens);
+                              specials);
 }
 
 std::vector<cv::Mat> LlavaOnevisionFamily::crops(const cv::Mat& rgb) const {
@@ -81,6 +85,41 @@ ReducedTokens LlavaOnevisionFamily::reduce_tiled(const ImageTokens& image, const
   // the image's budget spread evenly over its crops (at least 1 each)
   const int64_t per_crop = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / image.count) : 0;
   return pack_anyres(reduce_crops(image, method, reducer, request, tokens_per_crop(), per_crop), geometry, image_newline_);
+}
+
+cv::Mat LlavaOnevisionFamily::video_frame(const cv::Mat& rgb) const {
+  if (!takes_video()) throw no_video();
+  return resize_video_frame(rgb, manifest_.video);
+}
+
+torch::Tensor LlavaOnevisionFamily::normalize_frame(const cv::Mat& frame) const {
+  if (!takes_video()) throw no_video();
+  return normalize_video_frame(frame, manifest_.video);
+}
+
+int64_t LlavaOnevisionFamily::tokens_per_frame() const {
+  if (!takes_video()) throw no_video();
+  const int64_t side = manifest_.image.size / manifest_.vision.patch_size, stride = manifest_.video.pool_stride;
+  const int64_t out = (side + stride - 1) / stride;
+  return out * out;
+}
+
+ReducedTokens LlavaOnevisionFamily::reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
+                                                 const ReductionRequest& request) const {
+  if (!takes_video()) throw no_video();
+  const int64_t side = manifest_.image.size / manifest_.vision.patch_size;
+  const VisionOutput pooled = pool_frames(*video.vision, video.first, video.count, side, manifest_.video.pool_stride);
+  ImageTokens frames = video;
+  frames.vision = &pooled;
+  frames.first = 0;
+  const auto every_token = [&] { return FullReducer().reduce(joint_input(pooled, 0, video.count, 0)); };
+  if (method.name == unreduced_method().name) return append_newline(every_token(), image_newline_);
+  if (method.capabilities.selects_packed_sequence) {  // DivPrune: over what the decoder would see
+    return select_over_packed(append_newline(every_token(), image_newline_), frames, reducer, request);
+  }
+  // the video's budget spread evenly over its frames (at least 1 each), or one global selection
+  const int64_t per_frame = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / video.count) : 0;
+  return append_newline(reduce_crops(frames, method, reducer, request, tokens_per_frame(), per_frame), image_newline_);
 }
 
 }  // namespace era

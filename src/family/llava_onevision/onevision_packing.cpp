@@ -82,4 +82,38 @@ ReducedTokens append_newline(ReducedTokens tokens, const torch::Tensor& image_ne
   return tokens;
 }
 
+namespace {
+
+// [F, side * side, C] -> [F, out * out, C], bilinear on each frame's grid.
+torch::Tensor pool_grid(const torch::Tensor& tokens, int64_t side, int64_t out) {
+  const int64_t frames = tokens.size(0), channels = tokens.size(2);
+  const torch::Tensor grid = tokens.reshape({frames, side, side, channels}).permute({0, 3, 1, 2}).contiguous();
+  return torch::upsample_bilinear2d(grid, {out, out}, /*align_corners=*/false)
+      .permute({0, 2, 3, 1})
+      .reshape({frames, out * out, channels});
+}
+
+// [F, H, side * side] saliency rows -> [F, H, out * out]. A tower without a CLS token returns
+// empty CLS maps: they stay empty.
+torch::Tensor pool_maps(const torch::Tensor& maps, int64_t side, int64_t out) {
+  if (!maps.defined() || maps.numel() == 0) return maps;
+  return pool_grid(maps.transpose(1, 2), side, out).transpose(1, 2).contiguous();
+}
+
+}  // namespace
+
+VisionOutput pool_frames(const VisionOutput& vision, int64_t first, int64_t count, int64_t side, int64_t stride) {
+  const int64_t out = (side + stride - 1) / stride;
+  const auto frames = [&](const torch::Tensor& t) { return t.slice(0, first, first + count); };
+  VisionOutput pooled;
+  pooled.embeddings = pool_grid(frames(vision.embeddings), side, out);
+  pooled.features = pool_grid(frames(vision.features), side, out);
+  pooled.cls_logits = pool_maps(frames(vision.cls_logits), side, out);
+  pooled.cls_probs = pool_maps(frames(vision.cls_probs), side, out);
+  pooled.mean_logits = pool_maps(frames(vision.mean_logits), side, out);
+  pooled.mean_probs = pool_maps(frames(vision.mean_probs), side, out);
+  pooled.project = vision.project;
+  return pooled;
+}
+
 }  // namespace era

@@ -5,6 +5,7 @@
 #include <torch/script.h>
 
 #include "family/llava_next/anyres_packing.h"
+#include "model/vision_encoder.h"
 #include "reduce/reducer.h"
 
 namespace era {
@@ -27,5 +28,13 @@ ReducedTokens pack_anyres_max(const torch::Tensor& crops, const AnyresGeometry& 
 // `tokens` followed by one `image_newline` token (log bias 0, kept -1): a single-crop image of a
 // multi-image prompt.
 ReducedTokens append_newline(ReducedTokens tokens, const torch::Tensor& image_newline);
+
+// Video frames [first, first + count) of a vision pass with each frame's side x side token grid
+// pooled as transformers' apply_pooling does: bilinear interpolation (align_corners false) to
+// ceil(side / stride) per side. The projector outputs are pooled (HF's order: project, then
+// pool); the vision features and every saliency map are pooled the same way, so a reduction
+// method sees for each pooled token the interpolation of what its patches had (README, ERA
+// decisions: "Video"). CLS-only outputs (cls_features, mean_keys) are left undefined.
+VisionOutput pool_frames(const VisionOutput& vision, int64_t first, int64_t count, int64_t side, int64_t stride);
 
 }  // namespace era

@@ -76,6 +76,12 @@ CASES = {
     # two images in one prompt: each padded to a square and seen as one crop, then a newline
     "onevision_two_images": {"arch": "llava_onevision", "images": [(640, 480), (300, 900)],
                              "images_per_prompt": 2, "seed": 4},
+    # videos given as frame images, one per prompt: (frames, width, height). Each frame is resized
+    # to 384 by the video processor (torchvision's uint8 antialiased bicubic; 384x384 is left as
+    # is), normalised with its own (CLIP) statistics, its 27x27 tokens pooled to 14x14, and one
+    # newline closes the video: 196 * frames + 1 visual tokens
+    "onevision_video": {"arch": "llava_onevision", "images": [],
+                        "videos": [(8, 640, 480), (3, 300, 500), (1, 384, 384)], "seed": 5},
 }
 
 QUESTION = "What is shown in this image?"

@@ -1,0 +1,102 @@
+#include "video/video_io.h"
+
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "era/error.h"
+
+namespace era {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw Error(ErrorCode::kImage, "video " + path + ": " + why);
+}
+
+cv::VideoCapture open_video(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  // VideoCapture also opens URLs, devices and printf-style image sequences: a path must be a file.
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
+  if (std::filesystem::file_size(path, ec) == 0) fail(path, "the file is empty");
+  // FFmpeg where OpenCV has it: CAP_ANY would also try GStreamer, which prints errors of its own
+  // for every file it cannot open
+  const int backend = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+  cv::VideoCapture capture(path, backend);
+  if (!capture.isOpened()) fail(path, "cannot be read as a video (OpenCV's video reader opens no stream in it)");
+  return capture;
+}
+
+// Frames a stream really holds, by decoding through it (headers may omit or overstate the count).
+int64_t count_frames(const std::string& path) {
+  cv::VideoCapture capture = open_video(path);
+  int64_t n = 0;
+  while (capture.grab()) ++n;
+  return n;
+}
+
+// Decodes the frames `wanted` (ascending, repeats allowed) in one pass; false if the stream ends
+// before the last of them.
+bool decode_at(const std::string& path, const std::vector<int64_t>& wanted, const ImageLimits& limits,
+               std::vector<cv::Mat>& out) {
+  cv::VideoCapture capture = open_video(path);
+  std::map<int64_t, cv::Mat> decoded;
+  const int64_t last = wanted.empty() ? -1 : wanted.back();
+  for (int64_t index = 0; index <= last; ++index) {
+    if (!capture.grab()) return false;
+    if (!std::binary_search(wanted.begin(), wanted.end(), index)) continue;
+    cv::Mat bgr;
+    if (!capture.retrieve(bgr) || bgr.empty()) fail(path, "frame " + std::to_string(index) + " cannot be decoded");
+    if (static_cast<int64_t>(bgr.cols) * bgr.rows > limits.max_pixels) {
+      fail(path, "frames of " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + " pixels exceed the limit of " +
+                     std::to_string(limits.max_pixels) + " pixels");
+    }
+    cv::Mat rgb;
+    if (bgr.type() == CV_8UC3) {
+      cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    } else if (bgr.type() == CV_8UC1) {
+      cv::cvtColor(bgr, rgb, cv::COLOR_GRAY2RGB);
+    } else {
+      fail(path, "frame " + std::to_string(index) + " is not 8-bit grey or colour");
+    }
+    decoded[index] = rgb;
+  }
+  out.clear();
+  for (const int64_t index : wanted) out.push_back(decoded.at(index));
+  return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> uniform_frame_indices(int64_t total, int64_t frames) {
+  std::vector<int64_t> out;
+  if (total <= 0 || frames <= 0) return out;
+  if (frames == 1) return {0};
+  // numpy.linspace: step = (stop - start) / (num - 1), y = arange(num) * step, y[-1] = stop
+  const double step = static_cast<double>(total - 1) / static_cast<double>(frames - 1);
+  for (int64_t i = 0; i + 1 < frames; ++i) out.push_back(static_cast<int64_t>(static_cast<double>(i) * step));
+  out.push_back(total - 1);
+  return out;
+}
+
+std::vector<cv::Mat> read_video_frames(const std::string& path, int frames, const ImageLimits& limits) {
+  int64_t total = 0;
+  {
+    cv::VideoCapture capture = open_video(path);
+    total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
+  }
+  if (total <= 0) total = count_frames(path);
+  if (total <= 0) fail(path, "has no frames");
+  std::vector<cv::Mat> out;
+  if (decode_at(path, uniform_frame_indices(total, frames), limits, out)) return out;
+  total = count_frames(path);  // the header overstated the count: sample what is really there
+  if (total <= 0) fail(path, "has no frames");
+  if (!decode_at(path, uniform_frame_indices(total, frames), limits, out)) fail(path, "frames vanished while reading");
+  return out;
+}
+
+}  // namespace era
