@@ -82,6 +82,12 @@ TEST(VideoIo, BadVideosAreImageErrorsNamingThePath) {
   expect_video_error([&] { read_video_frames(dir + "/empty.mp4", 4); }, "empty.mp4: the file is empty");
   test::write_file(dir + "/notes.mp4", "these are not video frames\n");
   expect_video_error([&] { read_video_frames(dir + "/notes.mp4", 4); }, "notes.mp4:");
+  // a video container without a single frame
+  {
+    cv::VideoWriter writer(dir + "/zero.avi", cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10.0, cv::Size(64, 48));
+    writer.release();
+  }
+  if (std::filesystem::exists(dir + "/zero.avi")) expect_video_error([&] { read_video_frames(dir + "/zero.avi", 4); }, "zero.avi: has no frames");
   // a URL is never opened (VideoCapture would)
   expect_video_error([&] { read_video_frames("http://127.0.0.1:9/stream.mp4", 4); }, "no such file");
 }
