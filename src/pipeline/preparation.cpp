@@ -48,14 +48,11 @@ void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text
                                       std::to_string(context) + " tokens" + why + " (one must be left to answer)" + hint);
 }
 
-std::string video_length_hint(const PreparedInput& in, const Request& request) {
+std::string video_length_hint(const Request& request) {
+  // a video's frame count is known before decoding: the frames asked of a file, or those given
   std::string frames;
-  size_t video = 0;
-  for (size_t i = 0; i < in.media.size() && i < in.crops_per_image.size(); ++i) {
-    if (in.media[i] != MediaKind::kVideo) continue;
-    const std::string name = video < request.videos.size() ? request.videos[video].name() : "?";
-    frames += (frames.empty() ? "" : ", ") + name + ": " + std::to_string(in.crops_per_image[i]) + " frames";
-    ++video;
+  for (const Video& v : request.videos) {
+    frames += (frames.empty() ? "" : ", ") + v.name() + ": " + std::to_string(v.frame_count()) + " frames";
   }
   return frames.empty() ? "" : "; video " + frames + " — sample fewer frames (--frames) or reduce them (--keep-ratio / --tokens)";
 }
@@ -98,13 +95,8 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   // is known from its frame count, so a video too long for the context fails before decoding.
   if (n_videos > 0 && find_method(request.reduction.method).stage != MethodStage::kBeforeDecoder) {
     int64_t video_tokens = 0;
-    std::string names;
-    for (const Video& v : request.videos) {
-      video_tokens += family.max_video_tokens(v.frame_count());
-      names += (names.empty() ? "" : ", ") + v.name() + ": " + std::to_string(v.frame_count()) + " frames";
-    }
-    check_fits(text_tokens, video_tokens, manifest.text,
-               "; video " + names + " — sample fewer frames (--frames) or reduce them (--keep-ratio / --tokens)");
+    for (const Video& v : request.videos) video_tokens += family.max_video_tokens(v.frame_count());
+    check_fits(text_tokens, video_tokens, manifest.text, video_length_hint(request));
   }
 
   std::vector<Image> images;

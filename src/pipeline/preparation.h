@@ -21,6 +21,6 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
 void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text, const std::string& hint = "");
 
 // What to change when a request's videos make its prompt too long ("" without videos).
-std::string video_length_hint(const PreparedInput& in, const Request& request);
+std::string video_length_hint(const Request& request);
 
 }  // namespace era

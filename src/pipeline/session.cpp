@@ -62,7 +62,7 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   st.visual_tokens_early_layers = st.visual_tokens;
   st.text_tokens = seq.text_tokens();
   st.prompt_tokens = seq.length();
-  check_fits(st.text_tokens, st.visual_tokens, impl.bundle.manifest.text, video_length_hint(prepared.input, request));
+  check_fits(st.text_tokens, st.visual_tokens, impl.bundle.manifest.text, video_length_hint(request));
   return seq;
 }
 

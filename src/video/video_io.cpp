@@ -39,11 +39,10 @@ int64_t count_frames(const std::string& path) {
   return n;
 }
 
-// Decodes the frames `wanted` (ascending, repeats allowed) in one pass; false if the stream ends
-// before the last of them.
-bool decode_at(const std::string& path, const std::vector<int64_t>& wanted, const ImageLimits& limits,
-               std::vector<cv::Mat>& out) {
-  cv::VideoCapture capture = open_video(path);
+// Decodes the frames `wanted` (ascending, repeats allowed) of an open capture in one pass; false
+// if the stream ends before the last of them.
+bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::vector<int64_t>& wanted,
+               const ImageLimits& limits, std::vector<cv::Mat>& out) {
   std::map<int64_t, cv::Mat> decoded;
   const int64_t last = wanted.empty() ? -1 : wanted.back();
   for (int64_t index = 0; index <= last; ++index) {
@@ -84,18 +83,15 @@ std::vector<int64_t> uniform_frame_indices(int64_t total, int64_t frames) {
 }
 
 std::vector<cv::Mat> read_video_frames(const std::string& path, int frames, const ImageLimits& limits) {
-  int64_t total = 0;
-  {
-    cv::VideoCapture capture = open_video(path);
-    total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
-  }
-  if (total <= 0) total = count_frames(path);
-  if (total <= 0) fail(path, "has no frames");
   std::vector<cv::Mat> out;
-  if (decode_at(path, uniform_frame_indices(total, frames), limits, out)) return out;
-  total = count_frames(path);  // the header overstated the count: sample what is really there
+  cv::VideoCapture capture = open_video(path);
+  int64_t total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
+  if (total > 0 && decode_at(capture, path, uniform_frame_indices(total, frames), limits, out)) return out;
+  // no count in the header, or an overstated one: count by decoding, then sample what is there
+  total = count_frames(path);
   if (total <= 0) fail(path, "has no frames");
-  if (!decode_at(path, uniform_frame_indices(total, frames), limits, out)) fail(path, "frames vanished while reading");
+  cv::VideoCapture again = open_video(path);
+  if (!decode_at(again, path, uniform_frame_indices(total, frames), limits, out)) fail(path, "frames vanished while reading");
   return out;
 }
 
