@@ -31,6 +31,8 @@ struct GenerationFlags {
   int64_t tokens = 0;
   float keep_ratio = 0.0f;
   std::string scope = "crop";
+  std::string positions = "original";
+  int64_t min_pixels = 0, max_pixels = 0;
   std::string era_config;
   std::vector<std::string> era_set;
   std::vector<std::string> method_set;
@@ -107,6 +109,14 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
                  "LLaVA-NeXT: 'crop' = --tokens is nominal (160 = 32 per crop x 5), selected per crop before unpad; "
                  "'image' = one selection of --tokens over all crops")
       ->capture_default_str();
+  app.add_option("--positions", f.positions,
+                 "Qwen2.5-VL: M-RoPE positions of reduced visual tokens: 'original' = each kept token keeps its (t, h, w) "
+                 "position; 'compact' = consecutive, like text")
+      ->capture_default_str();
+  app.add_option("--min-pixels", f.min_pixels, "Qwen2.5-VL: least pixels an image or frame is resized to (default: the bundle's)")
+      ->check(CLI::Range(int64_t{1}, kMaxImagePixels));
+  app.add_option("--max-pixels", f.max_pixels, "Qwen2.5-VL: most pixels an image or frame is resized to (default: the bundle's)")
+      ->check(CLI::Range(int64_t{1}, kMaxImagePixels));
   app.add_option("--era-config", f.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", f.era_set, "set one ERA option, key=value (e.g. alpha=0.3, lar_schedule=early); repeatable");
   app.add_option("--method-set", f.method_set,
@@ -148,6 +158,9 @@ inline Request base_request(const GenerationFlags& f) {
   req.reduction.tokens = f.tokens;
   req.reduction.keep_ratio = f.keep_ratio;
   req.reduction.scope = f.scope;
+  req.reduction.positions = f.positions;
+  req.min_pixels = f.min_pixels;
+  req.max_pixels = f.max_pixels;
   if (!f.era_config.empty()) req.reduction.era = load_era_options(f.era_config, req.reduction.era);
   apply_key_values("--era-set", f.era_set, req.reduction.era, set_era_option);
   apply_key_values("--method-set", f.method_set, req.reduction.baselines, set_baseline_option);

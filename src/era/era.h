@@ -69,6 +69,10 @@ struct Request {
   // placeholder in order (prepended after the images' if none is written). Only families that
   // take video (LLaVA-OneVision) accept them; others throw kPrompt.
   std::vector<Video> videos;
+  // Qwen2.5-VL: the pixel range images and video frames are resized into (transformers'
+  // min_pixels / max_pixels; 0 = the bundle's). Other families ignore them.
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
   bool use_template = true;         // wrap in the bundle's conversation template (manifest prompt.template)
   // A conversation: the earlier exchanges, oldest first, formatted by the template before
   // `prompt` (the new user turn), as LLaVA's multi-turn conversations are. The request's images
@@ -158,6 +162,9 @@ struct PreparedInput {
   std::vector<int64_t> crops_per_image;              // an image's crops (1 for LLaVA-1.5; 1 +
                                                      // tiles for NeXT), a video's frames
   std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of the decoded image or frames
+  // Native-resolution families (Qwen2.5-VL), per item: its (t, h, w) grid in patches
+  // (transformers' image_grid_thw / video_grid_thw); empty for the others.
+  std::vector<std::array<int64_t, 3>> grids;
 };
 
 struct ModelInfo {

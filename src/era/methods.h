@@ -33,6 +33,11 @@ struct ReductionRequest {
   // tile) keeps tokens / 5, selected before unpad (default); "image": one selection over all
   // crops keeps `tokens`. Newline tokens come on top; Stats::visual_tokens is the real count.
   std::string scope = "crop";
+  // Qwen2.5-VL (multimodal RoPE): the positions of a reduced image's or video's tokens. "original":
+  // each kept token keeps its (t, h, w) position in the full grid and the text after the item goes
+  // on as if nothing was removed (as the Qwen pruning runtimes do); "compact": the kept tokens take
+  // consecutive positions, like text. Other families number every token 0..L-1 either way.
+  std::string positions = "original";
 };
 
 enum class MethodStage {

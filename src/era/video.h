@@ -54,6 +54,11 @@ class Video {
   int frame_count() const;
   // kFrames: the frames; kFile: empty.
   const std::vector<Image>& frames() const;
+  // Frames per second of the sampled frames, for models whose positions follow time (Qwen2.5-VL's
+  // M-RoPE: temporal position step = tokens_per_second x int(2 / fps)); 0 (the default): the
+  // bundle's video.fps. A copy with it set; throws kInvalidArgument outside (0, 1000].
+  double sampled_fps() const;
+  Video with_sampled_fps(double fps) const;
 
  private:
   struct Data;

@@ -20,6 +20,7 @@ class LlavaFamilyBase : public ModelFamily {
                             const std::optional<std::string>& system) const override;
   std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
   const std::string& image_placeholder() const override { return manifest_.prompt.image_placeholder; }
+  const std::string& video_placeholder() const override { return manifest_.prompt.video_placeholder; }
   torch::Tensor normalize(const cv::Mat& crop) const override;
   torch::Tensor position_ids(const PromptSequence& sequence) const override;
 

@@ -26,6 +26,7 @@
 
 #include "era/era.h"
 #include "era/methods.h"
+#include "image/native_patches.h"
 #include "model/bundle.h"
 #include "model/vision_encoder.h"
 #include "reduce/reducer.h"
@@ -42,6 +43,16 @@ struct ImageTokens {
   std::array<int64_t, 2> size{};  // (height, width) of the decoded image
   // [M, D] the instruction's text embeddings, for methods that rank against it (else undefined).
   torch::Tensor instruction;
+  // Native-resolution families: the item's grid (in patches), its first token in the vision
+  // pass's one row of tokens, and the M-RoPE time step between its temporal patches.
+  GridThw grid;
+  int64_t first_token = 0;
+  int64_t time_step = 1;
+};
+
+// A request's pixel range for native-resolution families (0: the bundle's min / max pixels).
+struct PixelRange {
+  int64_t min_pixels = 0, max_pixels = 0;
 };
 
 class ModelFamily {
@@ -61,6 +72,8 @@ class ModelFamily {
   // tokenizer's BOS / EOS pieces written in the text (a conversation's turn ends) become their ids.
   virtual std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const = 0;
   virtual const std::string& image_placeholder() const = 0;
+  // The video placeholder in prompt text (a prompt sent without the template).
+  virtual const std::string& video_placeholder() const = 0;
 
   // ---- images ---------------------------------------------------------------------------------
   // One decoded RGB image (CV_8UC3) -> the uint8 RGB crops the vision tower sees, in order.
@@ -102,6 +115,23 @@ class ModelFamily {
     (void)video, (void)method, (void)reducer, (void)request;
     throw no_video();
   }
+
+  // ---- native resolution (Qwen2.5-VL; the others keep these defaults) --------------------------
+  // Whether the tower takes each image and video at its own size, as flat patches with a (t, h, w)
+  // grid (native_image / native_video), instead of fixed-size crops (crops / normalize).
+  virtual bool native_resolution() const { return false; }
+  // One decoded RGB image -> its patches and grid within `range`; `what` names it in errors.
+  virtual NativeItem native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const {
+    (void)rgb, (void)range, (void)what;
+    throw Error(ErrorCode::kRuntime, arch() + " takes fixed-size crops, not native-resolution images");
+  }
+  // A video's decoded RGB frames -> its patches and grid within `range`.
+  virtual NativeItem native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const {
+    (void)frames, (void)range, (void)what;
+    throw no_video();
+  }
+  // The visual tokens an item of `grid` brings before any reduction.
+  virtual int64_t native_tokens(const GridThw& grid) const { return grid.patches(); }
 
   // ---- decoder ---------------------------------------------------------------------------------
   // RoPE position ids [1, L] of a spliced prompt sequence.

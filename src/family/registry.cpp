@@ -7,6 +7,7 @@
 #include "family/llava_next/llava_next_family.h"
 #include "family/llava_onevision/llava_onevision_family.h"
 #include "family/model_family.h"
+#include "family/qwen2_5_vl/qwen2_5_vl_family.h"
 
 namespace era {
 namespace {
@@ -18,6 +19,7 @@ const std::vector<std::pair<std::string, Factory>>& families() {
       {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }},
       {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }},
       {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }},
+      {"qwen2.5-vl", [](const ModelBundle& b) { return std::make_unique<Qwen25VlFamily>(b); }},
   };
   return table;
 }

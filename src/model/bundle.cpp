@@ -79,10 +79,32 @@ class ShapeChecker {
   std::string dir_, file_;
 };
 
+// A native-resolution tower (Qwen2.5-VL): Conv3d patch embedding, blocks with fused q/k/v and
+// gated MLPs, the merger's RMSNorm (its MLP is the projector).
+void check_native_tower(ShapeChecker& vision, const ModelBundle& b) {
+  const auto& v = b.manifest.vision;
+  vision.expect("patch_embed.proj.weight", {v.hidden_size, 3, v.temporal_patch_size, v.patch_size, v.patch_size});
+  const int64_t mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
+  for (int64_t i = 0; i < v.num_layers; ++i) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    vision.expect(p + "attn.qkv.weight", {3 * v.hidden_size, v.hidden_size});
+    vision.expect(p + "attn.proj.weight", {v.hidden_size, v.hidden_size});
+    vision.expect(p + "mlp.gate_proj.weight", {mlp, v.hidden_size});
+    vision.expect(p + "mlp.down_proj.weight", {v.hidden_size, mlp});
+  }
+  if (vision.has("blocks." + std::to_string(v.num_layers) + ".attn.qkv.weight")) {
+    throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + b.manifest.vision_file + " has more than the manifest's " +
+                                        std::to_string(v.num_layers) + " vision blocks (vision.num_layers)");
+  }
+}
+
 void check_modules(const ModelBundle& b) {
   const auto& m = b.manifest;
   const auto& v = m.vision;
   ShapeChecker vision(b.vision, b.dir, m.vision_file);
+  if (m.image.layout == ImageLayout::kNative) {
+    check_native_tower(vision, b);
+  } else {
   vision.expect("embeddings.patch_embedding.weight", {v.hidden_size, 3, v.patch_size, v.patch_size});
   vision.expect("embeddings.position_embedding.weight", {v.num_patches + (v.has_cls ? 1 : 0), v.hidden_size});
   // The exporter keeps the layers_run layers the features need (the rest never run).
@@ -98,10 +120,13 @@ void check_modules(const ModelBundle& b) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.vision_file + " has more than the manifest's " +
                                         std::to_string(v.layers_run) + " vision layers (vision.layers_run)");
   }
+  }
 
   ShapeChecker proj(b.projector, b.dir, m.projector_file);
-  proj.expect("linear_1.weight", {m.projector_out, m.projector_in});
-  proj.expect("linear_2.weight", {m.projector_out, m.projector_out});
+  // Qwen2.5-VL's merger MLP keeps its input width inside (4C -> 4C -> D); LLaVA's goes to D first
+  const int64_t hidden = m.image.layout == ImageLayout::kNative ? m.projector_in : m.projector_out;
+  proj.expect("linear_1.weight", {hidden, m.projector_in});
+  proj.expect("linear_2.weight", {m.projector_out, hidden});
   if (m.image.layout == ImageLayout::kAnyres) proj.expect("image_newline", {m.projector_out});
 
   const auto& t = m.text;

@@ -124,6 +124,24 @@ void require(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kBundle, where + ": " + what);
 }
 
+constexpr int64_t kMaxPixels = int64_t{1} << 28;  // 16384 x 16384: far above Qwen's 12845056
+
+// The native-resolution fields of `section` ("image" or "video"), under `root`.
+NativeResolution read_native(const json& root, const std::string& section, const std::string& path) {
+  NativeResolution n;
+  n.patch_size = int_field(root, section + ".patch_size", path, 1, 1024);
+  n.merge_size = int_field(root, section + ".merge_size", path, 1, 16);
+  n.temporal_patch_size = int_field(root, section + ".temporal_patch_size", path, 1, 16);
+  n.min_pixels = int_field(root, section + ".min_pixels", path, 1, kMaxPixels);
+  n.max_pixels = int_field(root, section + ".max_pixels", path, n.min_pixels, kMaxPixels);
+  require(n.max_pixels >= n.factor() * n.factor(), path,
+          section + ".max_pixels must hold at least one " + std::to_string(n.factor()) + " x " + std::to_string(n.factor()) + " block");
+  n.arithmetic = text_field_or(root, section + ".resize_arithmetic", path, n.arithmetic);
+  require(n.arithmetic == "torch" || n.arithmetic == "pillow", path,
+          section + ".resize_arithmetic '" + n.arithmetic + "' is not torch or pillow");
+  return n;
+}
+
 // The "image" object; field names in errors are spelled from the manifest root ("image.x").
 ImageSpec read_image(const json& image, int64_t vision_image_size, const std::string& path) {
   const json root = {{"image", image}};
@@ -131,11 +149,13 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
   ImageSpec im;
   // The one place the layout is read as a string; the model family checks it fits its arch.
   im.aspect_ratio = text_field(j, "image.aspect_ratio", path);
-  require(im.aspect_ratio == "pad" || im.aspect_ratio == "crop" || im.aspect_ratio == "anyres", path,
-          "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, crop, anyres");
-  im.layout = im.aspect_ratio == "anyres" ? ImageLayout::kAnyres
-              : im.aspect_ratio == "crop" ? ImageLayout::kCrop
-                                          : ImageLayout::kPad;
+  require(im.aspect_ratio == "pad" || im.aspect_ratio == "crop" || im.aspect_ratio == "anyres" || im.aspect_ratio == "native",
+          path, "image.aspect_ratio '" + im.aspect_ratio + "' is not one of pad, crop, anyres, native");
+  im.layout = im.aspect_ratio == "anyres"   ? ImageLayout::kAnyres
+              : im.aspect_ratio == "crop"   ? ImageLayout::kCrop
+              : im.aspect_ratio == "native" ? ImageLayout::kNative
+                                            : ImageLayout::kPad;
+  if (im.layout == ImageLayout::kNative) im.native = read_native(j, "image", path);
   if (im.layout == ImageLayout::kAnyres) {
     const json& list = node_at(j, "image.grid_pinpoints", path);
     if (!list.is_array() || list.empty() || list.size() > static_cast<size_t>(kMaxPinpoints))
@@ -195,6 +215,13 @@ VideoSpec read_video(const json& j, const VisionSpec& vision, const std::string&
                             "must be a finite number of at least 1e-6 (pixels are divided by it)");
   const int64_t side = vision.image_size / vision.patch_size;
   video.pool_stride = int_field_or(j, "video.pool_stride", path, 1, side, 2);
+  if (find_node(j, "video.min_pixels")) {  // native-resolution video (Qwen2.5-VL)
+    video.native = read_native(j, "video", path);
+    const json& fps = node_at(j, "video.fps", path);
+    require(fps.is_number() && fps.get<double>() > 0 && fps.get<double>() <= 1000, path,
+            "video.fps must be a number above 0 and at most 1000, got " + shown(fps));
+    video.fps = fps.get<double>();
+  }
   return video;
 }
 
@@ -267,6 +294,9 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   require(v.select_strategy == "default" || v.select_strategy == "full", path,
           "vision.select_strategy must be \"default\" or \"full\", got \"" + v.select_strategy + "\"");
   v.tokens_per_crop = v.num_patches + (v.keeps_cls() ? 1 : 0);
+  v.temporal_patch_size = int_field_or(j, "vision.temporal_patch_size", path, 1, 16, 1);
+  v.spatial_merge_size = int_field_or(j, "vision.spatial_merge_size", path, 1, 16, 1);
+  v.tokens_per_second = int_field_or(j, "vision.tokens_per_second", path, 0, 1000, 0);
 
   auto& t = m.text;
   t.hidden_size = int_field(j, "text.hidden_size", path, 1, kMaxWidth);
@@ -291,11 +321,20 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   if (const json* window = find_node(j, "text.sliding_window"); window && !window->is_null()) {
     t.sliding_window = int_value(*window, "text.sliding_window", path, 1, kMaxContext);
   }
+  if (const json* sections = find_node(j, "text.mrope_section")) {
+    t.mrope_section = int_list(*sections, "text.mrope_section", path, 1, t.head_dim, 3);
+    int64_t sum = 0;
+    for (const int64_t x : t.mrope_section) sum += x;
+    if (t.mrope_section.size() != 3 || 2 * sum != t.head_dim)
+      bad_value(path, "text.mrope_section", *sections,
+                "must be 3 sections (temporal, height, width) summing to text.head_dim / 2 = " + std::to_string(t.head_dim / 2));
+  }
 
   m.projector_in = int_field(j, "projector.in_features", path, 1, kMaxIntermediate);
   m.projector_out = int_field(j, "projector.out_features", path, 1, kMaxIntermediate);
-  require(m.projector_in == v.hidden_size * v.feature_layer_count && m.projector_out == t.hidden_size, path,
-          "projector dims do not connect the vision tower (hidden_size x feature layers) to the decoder");
+  const int64_t merged = v.spatial_merge_size * v.spatial_merge_size;  // Qwen2.5-VL: 2x2 patches a token
+  require(m.projector_in == v.hidden_size * v.feature_layer_count * merged && m.projector_out == t.hidden_size, path,
+          "projector dims do not connect the vision tower (hidden_size x feature layers x merged patches) to the decoder");
 
   auto& k = m.tokens;
   const int64_t last_id = t.vocab_size - 1;
@@ -307,6 +346,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   k.video_token_id = int_field_or(j, "tokens.video_token_id", path, -1, last_id, -1);
   require(k.video_token_id < 0 || k.video_token_id != k.image_token_id, path,
           "tokens.video_token_id must differ from tokens.image_token_id");
+  k.vision_start_id = int_field_or(j, "tokens.vision_start_id", path, -1, last_id, -1);
+  k.vision_end_id = int_field_or(j, "tokens.vision_end_id", path, -1, last_id, -1);
   k.tokenizer_vocab_size = int_field(j, "tokens.tokenizer_vocab_size", path, 1, t.vocab_size);
   if (const json* stops = find_node(j, "tokens.stop_ids")) {
     k.stop_ids = int_list(*stops, "tokens.stop_ids", path, 0, last_id, 64);
@@ -332,6 +373,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
     require(video->is_object(), path, "field 'video' is not an object");
     m.video = read_video(j, v, path);
     require(k.video_token_id >= 0, path, "a bundle with a 'video' section needs tokens.video_token_id");
+    require((m.image.layout == ImageLayout::kNative) == (find_node(j, "video.min_pixels") != nullptr), path,
+            "a native-resolution bundle (image.aspect_ratio \"native\") needs video.min_pixels / max_pixels / fps, and only it");
   }
 
   // An unknown template must not be prompted in some other style: the answers would be garbage.

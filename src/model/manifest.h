@@ -32,6 +32,11 @@ struct VisionSpec {
   // receives instead of the CLS row.
   bool has_cls = true;
   bool keeps_cls() const { return has_cls && select_strategy == "full"; }
+  // Native-resolution towers (Qwen2.5-VL; 1 elsewhere): frames per temporal patch, the side of the
+  // patch blocks merged into one visual token, and the M-RoPE time steps per second of video.
+  int64_t temporal_patch_size = 1;
+  int64_t spatial_merge_size = 1;
+  int64_t tokens_per_second = 0;
 };
 
 struct TextSpec {
@@ -48,6 +53,9 @@ struct TextSpec {
   // every earlier token, which equals sliding-window attention only while the whole sequence fits
   // in the window, so a sequence is limited to the window (context_limit()).
   int64_t sliding_window = 0;
+  // Multimodal RoPE (Qwen2.5-VL, text.mrope_section): the head_dim / 2 rotary frequencies split
+  // into (temporal, height, width) sections; positions are then (t, h, w) triples. Empty: 1-D RoPE.
+  std::vector<int64_t> mrope_section;
 
   // The most tokens one sequence (prompt + answer) may hold.
   int64_t context_limit() const {
@@ -61,6 +69,9 @@ struct TokenSpec {
   int64_t pad_id = -1;
   int64_t image_token_id = -1;
   int64_t video_token_id = -1;  // tokens.video_token_id; -1: the bundle takes no video
+  // Qwen2.5-VL's "<|vision_start|>" / "<|vision_end|>" around each item's pad token (-1: none).
+  int64_t vision_start_id = -1;
+  int64_t vision_end_id = -1;
   int64_t tokenizer_vocab_size = 0;
   // Generation stops at any of these (tokens.stop_ids; [eos_id] when absent): ChatML answers end
   // with "<|im_end|>", which is not the SentencePiece model's eos.
@@ -72,7 +83,23 @@ struct TokenSpec {
 // How images become crops (manifest image.aspect_ratio): LLaVA-1.5 expands the image to a square
 // ("pad", LLaVA's own evaluation) or not ("crop", HF's CLIPImageProcessor) before the CLIP
 // shortest-edge resize + centre crop; LLaVA-NeXT cuts anyres tiles ("anyres").
-enum class ImageLayout { kPad, kCrop, kAnyres };
+// Qwen2.5-VL keeps each image's own aspect ratio and size ("native"): resized to multiples of
+// patch x merge within a pixel range and cut into patches (family/qwen2_5_vl/).
+enum class ImageLayout { kPad, kCrop, kAnyres, kNative };
+
+// Native-resolution preprocessing (Qwen2VLImageProcessor / Qwen2VLVideoProcessor): transformers'
+// smart_resize to multiples of patch_size x merge_size with min_pixels <= h x w <= max_pixels,
+// the resize in `arithmetic` ("torch": torchvision's uint8 antialiased resize; "pillow"), the
+// fused rescale + normalise, then patches of temporal_patch_size frames.
+struct NativeResolution {
+  int64_t min_pixels = 56 * 56;
+  int64_t max_pixels = 28 * 28 * 1280;
+  int64_t patch_size = 14;
+  int64_t merge_size = 2;
+  int64_t temporal_patch_size = 2;
+  std::string arithmetic = "torch";
+  int64_t factor() const { return patch_size * merge_size; }
+};
 
 struct ImageSpec {
   std::string aspect_ratio = "pad";  // as the manifest spells it: "pad", "crop" or "anyres"
@@ -89,6 +116,7 @@ struct ImageSpec {
   // N tiles' worth of tokens (by a factor > 1.1) is downscaled bilinearly to about N tiles' worth.
   // 0: no cap (LLaVA-NeXT).
   int64_t anyres_max_tiles = 0;
+  NativeResolution native;  // image.aspect_ratio "native" only
 };
 
 // How a video's frames become the vision tower's input and visual tokens (manifest "video"; absent:
@@ -107,6 +135,10 @@ struct VideoSpec {
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
   int64_t pool_stride = 2;
+  // Native-resolution video (Qwen2.5-VL, an image section "native"): the frames' resize range and
+  // patches, and the frame rate a video of given frames is taken to have (M-RoPE time steps).
+  NativeResolution native;
+  double fps = 2.0;
 };
 
 // The decoder/vision module interface this build calls (BUNDLE_FORMAT.md, "decoder_api").
@@ -114,7 +146,7 @@ inline constexpr int kDecoderApi = 2;
 
 struct Manifest {
   int format_version = 1;
-  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next", "llava-onevision"
+  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next", "llava-onevision", "qwen2.5-vl"
   std::string model_name;
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"
@@ -122,7 +154,7 @@ struct Manifest {
   int decoder_api = 1;
   std::string vision_file, projector_file, decoder_file, tokenizer_file;
   VisionSpec vision;
-  int64_t projector_in = 0, projector_out = 0;
+  int64_t projector_in = 0, projector_out = 0;  // in: vision hidden x feature layers x merge^2
   TextSpec text;
   TokenSpec tokens;
   ImageSpec image;

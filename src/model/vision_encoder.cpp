@@ -10,7 +10,18 @@ VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
     throw Error(ErrorCode::kInvalidArgument, "vision input must be [B,3," + std::to_string(v.image_size) + "," +
                                                  std::to_string(v.image_size) + "]");
   }
-  const auto out = bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}).toTuple();
+  return outputs(bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}));
+}
+
+VisionOutput VisionEncoder::encode_native(const torch::Tensor& patches, const torch::Tensor& grid_thw) {
+  if (patches.dim() != 2 || grid_thw.dim() != 2 || grid_thw.size(1) != 3) {
+    throw Error(ErrorCode::kInvalidArgument, "native vision input must be patches [P, D] and grid_thw [items, 3]");
+  }
+  return outputs(bundle_.vision.forward({patches.to(bundle_.device, torch::kFloat), grid_thw.to(bundle_.device, torch::kLong)}));
+}
+
+VisionOutput VisionEncoder::outputs(const c10::IValue& value) {
+  const auto out = value.toTuple();
   VisionOutput r;
   const std::vector<c10::IValue> e = out->elements().vec();
   // 5 outputs: exported before VisionZip support (fine for every other method); 7: + CLS feature

@@ -28,8 +28,14 @@ class VisionEncoder {
 
   // `pixels`: float32 [B, 3, S, S] (CPU or the model's device).
   VisionOutput encode(const torch::Tensor& pixels);
+  // Native-resolution towers (Qwen2.5-VL): `patches` float32 [P, patch_dim] of items with grids
+  // `grid_thw` [items, 3] int64, all in one pass. The output is one row (B = 1) of every item's
+  // tokens in order (P / merge^2 of them): features [1, N, C], saliency [1, H, N].
+  VisionOutput encode_native(const torch::Tensor& patches, const torch::Tensor& grid_thw);
 
  private:
+  // The module's output tuple, projected.
+  VisionOutput outputs(const c10::IValue& value);
   ModelBundle& bundle_;
 };
 

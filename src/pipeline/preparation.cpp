@@ -31,7 +31,60 @@ std::vector<cv::Mat> video_frames(const Video& video, const ImageLimits& limits)
   return frames;
 }
 
+// Native-resolution families: every image and video at its own size, as patches and grids.
+void prepare_native(const SessionState& impl, const Request& request, const std::vector<Image>& images, PreparedInput& in,
+                    PreparedRequest& out) {
+  const ModelFamily& family = *impl.family;
+  const PixelRange range{request.min_pixels, request.max_pixels};
+  std::vector<torch::Tensor> patches;
+  std::vector<int64_t> grids;
+  size_t next_image = 0, next_video = 0;
+  const auto add = [&](NativeItem item, MediaKind media, std::array<int64_t, 2> size, int64_t time_step) {
+    for (const cv::Mat& f : item.frames) {
+      in.crops.push_back(Image::from_pixels(f.data, f.cols, f.rows, static_cast<int>(f.step), PixelFormat::kRGB8));
+    }
+    patches.push_back(std::move(item.patches));
+    grids.insert(grids.end(), {item.grid.t, item.grid.h, item.grid.w});
+    in.grids.push_back({item.grid.t, item.grid.h, item.grid.w});
+    in.media.push_back(media);
+    in.image_sizes.push_back(size);
+    in.crops_per_image.push_back(static_cast<int64_t>(item.frames.size()));
+    out.time_steps.push_back(time_step);
+  };
+  for (const int64_t id : in.token_ids) {
+    if (id == in.image_token_id && next_image < images.size()) {
+      const Image& image = images[next_image++];
+      const cv::Mat rgb = rgb_of(image, impl.image_limits);
+      add(family.native_image(rgb, range, "image " + image.name()), MediaKind::kImage, {rgb.rows, rgb.cols}, 1);
+    } else if (in.video_token_id >= 0 && id == in.video_token_id && next_video < request.videos.size()) {
+      const Video& video = request.videos[next_video++];
+      const std::vector<cv::Mat> frames = video_frames(video, impl.image_limits);
+      NativeItem item = family.native_video(frames, range, "video " + video.name());
+      const int64_t step = native_time_step(impl.bundle.manifest, video.sampled_fps());
+      add(std::move(item), MediaKind::kVideo, {frames.front().rows, frames.front().cols}, step);
+    }
+  }
+  if (next_image != images.size() || next_video != request.videos.size()) {
+    throw Error(ErrorCode::kPrompt, "the prompt's token ids hold " + std::to_string(next_image) + " image and " +
+                                        std::to_string(next_video) + " video placeholder(s) but " +
+                                        std::to_string(images.size()) + " image(s) and " +
+                                        std::to_string(request.videos.size()) + " video(s) were given");
+  }
+  const auto& native = impl.bundle.manifest.image.native;
+  const int64_t width = 3 * native.temporal_patch_size * native.patch_size * native.patch_size;
+  out.pixel_values = patches.empty() ? torch::empty({0, width}) : torch::cat(patches, 0);
+  out.grid_thw = torch::tensor(grids.empty() ? std::vector<int64_t>{} : grids, torch::kLong).reshape({-1, 3});
+}
+
 }  // namespace
+
+int64_t native_time_step(const Manifest& manifest, double sampled_fps) {
+  // transformers' get_rope_index: tokens_per_second x int(second_per_grid_t), with
+  // second_per_grid_t = temporal_patch_size / fps (the int() truncates, as there)
+  const double fps = sampled_fps > 0 ? sampled_fps : manifest.video.fps;
+  const double seconds = static_cast<double>(manifest.video.native.temporal_patch_size) / fps;
+  return manifest.vision.tokens_per_second * static_cast<int64_t>(seconds);
+}
 
 void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text, const std::string& hint) {
   const int64_t context = text.context_limit();
@@ -80,7 +133,7 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
       }
     };
     check(family.image_placeholder(), n_images, "image");
-    if (family.takes_video()) check(manifest.prompt.video_placeholder, n_videos, "video");
+    if (family.takes_video()) check(family.video_placeholder(), n_videos, "video");
   }
   in.image_token_id = manifest.tokens.image_token_id;
   in.video_token_id = family.takes_video() ? manifest.tokens.video_token_id : -1;
@@ -103,6 +156,10 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   for (const auto& path : request.images) images.push_back(Image::from_file(path));
   images.insert(images.end(), request.image_buffers.begin(), request.image_buffers.end());
   std::vector<torch::Tensor> pixels;
+  if (family.native_resolution()) {
+    prepare_native(impl, request, images, in, out);
+    return out;
+  }
   const auto add_crop = [&](const cv::Mat& crop, torch::Tensor normalized) {
     pixels.push_back(std::move(normalized));
     in.crops.push_back(Image::from_pixels(crop.data, crop.cols, crop.rows, static_cast<int>(crop.step), PixelFormat::kRGB8));

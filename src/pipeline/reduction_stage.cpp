@@ -37,8 +37,14 @@ torch::Tensor instruction_embeddings(const SessionState& impl, const Request& re
 
 }  // namespace
 
-ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedInput& in,
+VisionOutput encode_vision(const SessionState& impl, const PreparedRequest& prepared) {
+  if (prepared.grid_thw.defined()) return impl.vision->encode_native(prepared.pixel_values, prepared.grid_thw);
+  return impl.vision->encode(prepared.pixel_values);
+}
+
+ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedRequest& prepared,
                             const Request& request) {
+  const PreparedInput& in = prepared.input;
   const MethodSpec& method = find_method(request.reduction.method);
   ImageTokens image;
   image.vision = &vision;
@@ -65,18 +71,28 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   }
   const auto reducer = make_reducer(reduction);
   ReducedImages out;
+  const bool native = impl.family->native_resolution();
   for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
     image.count = in.crops_per_image[i];
     image.size = in.image_sizes[i];
+    int64_t original = image.count * per_crop;
+    if (native) {
+      const auto& g = in.grids[i];
+      image.grid = {g[0], g[1], g[2]};
+      image.time_step = prepared.time_steps[i];
+      original = impl.family->native_tokens(image.grid);
+    }
     if (i < in.media.size() && in.media[i] == MediaKind::kVideo) {
       out.tokens.push_back(impl.family->reduce_video(image, method, *reducer, reduction));
-      out.descriptions.push_back(describe(method.name, image.count * impl.family->tokens_per_frame(), out.tokens.back()));
+      if (!native) original = image.count * impl.family->tokens_per_frame();
+      out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
       out.descriptions.back().media = MediaKind::kVideo;
     } else {
       out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, reduction));
-      out.descriptions.push_back(describe(method.name, image.count * per_crop, out.tokens.back()));
+      out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
     }
     image.first += image.count;
+    if (native) image.first_token += original;
   }
   return out;
 }

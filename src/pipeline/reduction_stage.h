@@ -7,6 +7,7 @@
 
 #include "era/era.h"
 #include "model/decoder.h"
+#include "pipeline/preparation.h"
 #include "pipeline/session_internals.h"
 #include "reduce/registry.h"
 #include "runtime/in_decoder_pruning.h"
@@ -19,9 +20,13 @@ struct ReducedImages {
   std::vector<ImageReduction> descriptions;
 };
 
-// Every image of a request (crops as PreparedInput counts them) through the method of `request`.
-ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedInput& in,
+// Every image of a request (crops as PreparedInput counts them; native-resolution items by their
+// grids) through the method of `request`.
+ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedRequest& prepared,
                             const Request& request);
+
+// The vision pass of a prepared request: fixed-size crops, or native-resolution patches and grids.
+VisionOutput encode_vision(const SessionState& impl, const PreparedRequest& prepared);
 
 // LAR's per-layer scales and kernel path for the request's method (no bias for methods that do
 // not rectify attention).

@@ -17,6 +17,13 @@ void validate_request(const Request& r) {
   if (r.reduction.scope != "crop" && r.reduction.scope != "image") {
     bad("budget scope must be 'crop' or 'image', not '" + r.reduction.scope + "'");
   }
+  if (r.reduction.positions != "original" && r.reduction.positions != "compact") {
+    bad("positions must be 'original' or 'compact', not '" + r.reduction.positions + "'");
+  }
+  if (r.min_pixels < 0 || r.max_pixels < 0) bad("min_pixels and max_pixels must be >= 0 (0: the bundle's)");
+  if (r.min_pixels > 0 && r.max_pixels > 0 && r.min_pixels > r.max_pixels) {
+    bad("min_pixels " + std::to_string(r.min_pixels) + " is above max_pixels " + std::to_string(r.max_pixels));
+  }
   if (!r.use_template && (!r.history.empty() || r.system)) {
     bad("a conversation (history or system text) needs use_template: the template lays out its turns");
   }

@@ -45,17 +45,18 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   const PreparedRequest prepared = prepare_request(impl, request);
   st.preprocess_ms = clock.lap_ms();
   ReducedImages images;
-  if (prepared.pixel_values.size(0) > 0) {
+  if (prepared.has_pixels()) {
     // A GPU runs the stages asynchronously: wait for each before reading the clock, or its time
     // would be billed to the next stage (which waits for it).
-    const VisionOutput vision = impl.vision->encode(prepared.pixel_values);
+    const VisionOutput vision = encode_vision(impl, prepared);
     device::synchronize(impl.bundle.device);
     st.vision_ms = clock.lap_ms();
-    images = reduce_images(impl, vision, prepared.input, request);
+    images = reduce_images(impl, vision, prepared, request);
     device::synchronize(impl.bundle.device);
     st.reduce_ms = clock.lap_ms();
   }
   PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, prepared.input.video_token_id, images.tokens);
+  seq.compact_positions = request.reduction.positions == "compact";
   seq.positions = impl.family->position_ids(seq);
   result.reductions = std::move(images.descriptions);
   st.visual_tokens = seq.visual_tokens();
@@ -206,22 +207,23 @@ AttentionReport Session::attention_report(const Request& request) try {
   validate_request(request, impl_->max_context());
   c10::InferenceMode inference;
   const PreparedRequest prepared = prepare_request(*impl_, request);
-  if (prepared.pixel_values.size(0) == 0) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
+  if (!prepared.has_pixels()) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
   if (find_method(request.reduction.method).stage == MethodStage::kInDecoder) {
     throw Error(ErrorCode::kInvalidArgument, "the attention report compares pre-decoder reductions; '" + request.reduction.method +
                                                  "' prunes inside the decoder");
   }
   const auto& m = impl_->bundle.manifest;
-  const VisionOutput vision = impl_->vision->encode(prepared.pixel_values);
+  const VisionOutput vision = encode_vision(*impl_, prepared);
   Request unreduced = request;
   unreduced.reduction.method = unreduced_method().name;
-  const ReducedImages full = reduce_images(*impl_, vision, prepared.input, unreduced);
-  const ReducedImages reduced = reduce_images(*impl_, vision, prepared.input, request);
+  const ReducedImages full = reduce_images(*impl_, vision, prepared, unreduced);
+  const ReducedImages reduced = reduce_images(*impl_, vision, prepared, request);
   auto& dec = *impl_->decoder;
   const PreparedInput& in = prepared.input;
   PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, full.tokens);
   PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, reduced.tokens);
   seq_full.positions = impl_->family->position_ids(seq_full);
+  seq_reduced.compact_positions = request.reduction.positions == "compact";
   seq_reduced.positions = impl_->family->position_ids(seq_reduced);
   check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->bundle.manifest.text);
 

@@ -4,6 +4,7 @@
 // knows which one ran.
 #include <torch/script.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +49,11 @@ struct ReducedTokens {
   // and contextual tokens). Its `kept` entry is still a patch of its crop (the anchor used for
   // pictures); LLaVA-NeXT packing puts the tile crops' off-grid tokens after the grid.
   std::vector<bool> off_grid;
+  // Native-resolution items (Qwen2.5-VL): the item's token grid (t, h, w in tokens; 0 = not a
+  // grid item) and the M-RoPE time step between temporal patches; `kept` indexes that grid
+  // (t-major, then raster), which is what each kept token's 3-D position comes from.
+  std::array<int64_t, 3> token_grid{0, 0, 0};
+  int64_t time_step = 1;
 };
 
 class Reducer {

@@ -31,7 +31,11 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
   // Left padding: row i's real tokens end at slot `longest - 1`, like every other row's.
   const auto& first = sequences.front().embeds;
   auto embeds = torch::zeros({b, longest, first.size(2)}, first.options());
-  auto positions = torch::zeros({b, longest}, torch::kLong);
+  // [b, longest] or, under multimodal RoPE, [b, longest, 3]
+  std::vector<int64_t> position_shape = sequences.front().positions.sizes().vec();
+  position_shape[0] = b;
+  position_shape[1] = longest;
+  auto positions = torch::zeros(position_shape, torch::kLong);
   auto bias = torch::full({b, longest}, kPaddingLogBias, torch::kFloat);
   for (int64_t i = 0; i < b; ++i) {
     const auto& s = sequences[i];
@@ -68,7 +72,7 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
     // Finished rows keep stepping with their last token; their outputs are ignored.
     clock.restart();
     auto pos = torch::empty({b, 1}, torch::kLong);
-    for (int64_t i = 0; i < b; ++i) pos[i][0] = sequences[i].length() + step;
+    for (int64_t i = 0; i < b; ++i) pos[i][0] = sequences[i].next_position() + step;
     const auto embed = decoder_.embed(torch::tensor(next, torch::kLong).unsqueeze(1));
     logits = decoder_.forward(embed, pos, zero_bias, cache, /*last_only=*/true, lar_);
     for (int64_t i = 0; i < b; ++i) {

@@ -43,7 +43,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
   out.prefill_ms = clock.elapsed_ms();
 
   size_t emitted = 0;  // bytes of decoded text already streamed
-  int64_t position = sequence.length();
+  int64_t position = sequence.next_position();
   const auto zero_bias = torch::zeros({1, 1}, torch::kFloat);
   while (true) {
     if (limits.stop_at_eos && is_stop_token(stop_ids_, next)) {

@@ -12,6 +12,11 @@ int64_t PromptSequence::visual_tokens() const {
   return n;
 }
 
+int64_t PromptSequence::next_position() const {
+  if (!positions.defined() || positions.numel() == 0) return length();
+  return positions.max().item<int64_t>() + 1;
+}
+
 PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
                               int64_t video_token_id, const std::vector<ReducedTokens>& items) {
   const auto is_placeholder = [&](int64_t id) { return id == image_token_id || (video_token_id >= 0 && id == video_token_id); };
@@ -41,7 +46,11 @@ PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids,
     const auto& tokens = images[image];
     embeds.push_back(tokens.embeddings.to(text.device(), text.scalar_type()));
     biases.push_back(tokens.log_bias.to(torch::kCPU, torch::kFloat));
-    seq.segments.push_back({SequenceSegment::Kind::kImage, pos, tokens.embeddings.size(0), image});
+    SequenceSegment segment{SequenceSegment::Kind::kImage, pos, tokens.embeddings.size(0), image};
+    segment.token_grid = tokens.token_grid;
+    segment.kept = tokens.kept;
+    segment.time_step = tokens.time_step;
+    seq.segments.push_back(std::move(segment));
     pos += tokens.embeddings.size(0);
     ++image;
     run_start = i + 1;

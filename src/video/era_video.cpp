@@ -16,6 +16,7 @@ struct Video::Data {
   std::string name;
   int frame_count = 0;
   std::vector<Image> frames;
+  double sampled_fps = 0;
 };
 
 Video::Video(std::shared_ptr<const Data> data) : data_(std::move(data)) {}
@@ -86,5 +87,15 @@ Video::Source Video::source() const { return data_->source; }
 const std::string& Video::name() const { return data_->name; }
 int Video::frame_count() const { return data_->frame_count; }
 const std::vector<Image>& Video::frames() const { return data_->frames; }
+double Video::sampled_fps() const { return data_->sampled_fps; }
+
+Video Video::with_sampled_fps(double fps) const {
+  if (!(fps > 0 && fps <= 1000)) {
+    throw Error(ErrorCode::kInvalidArgument, "video " + name() + ": sampled fps " + std::to_string(fps) + " is not in (0, 1000]");
+  }
+  auto d = std::make_shared<Data>(*data_);
+  d->sampled_fps = fps;
+  return Video(std::move(d));
+}
 
 }  // namespace era

@@ -16,6 +16,11 @@ torch::Tensor normalize_video_frame(const cv::Mat& frame, const VideoSpec& video
     throw Error(ErrorCode::kRuntime, "normalize_video_frame: expects a " + std::to_string(video.size) + "x" +
                                          std::to_string(video.size) + " RGB frame");
   }
+  return normalize_fused(frame, video.mean, video.std);
+}
+
+torch::Tensor normalize_fused(const cv::Mat& frame, const std::array<float, 3>& mean_in, const std::array<float, 3>& std_in) {
+  if (frame.type() != CV_8UC3) throw Error(ErrorCode::kRuntime, "normalize_fused: expects an 8-bit RGB image");
   const cv::Mat contiguous = frame.isContinuous() ? frame : frame.clone();
   // HWC uint8 -> CHW float32; the fused rescale + normalise: (v - mean * 255) / (std * 255), each
   // factor a float32 product as torch computes it
@@ -24,8 +29,8 @@ torch::Tensor normalize_video_frame(const cv::Mat& frame, const VideoSpec& video
                                 .to(torch::kFloat);
   std::array<float, 3> mean{}, std{};
   for (int c = 0; c < 3; ++c) {
-    mean[c] = video.mean[c] * 255.0f;
-    std[c] = video.std[c] * 255.0f;
+    mean[c] = mean_in[c] * 255.0f;
+    std[c] = std_in[c] * 255.0f;
   }
   const auto m = torch::tensor({mean[0], mean[1], mean[2]}, torch::kFloat).view({3, 1, 1});
   const auto d = torch::tensor({std[0], std[1], std[2]}, torch::kFloat).view({3, 1, 1});

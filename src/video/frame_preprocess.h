@@ -16,4 +16,7 @@ cv::Mat resize_video_frame(const cv::Mat& rgb, const VideoSpec& video);
 // A resized frame -> float32 [3, size, size].
 torch::Tensor normalize_video_frame(const cv::Mat& frame, const VideoSpec& video);
 
+// Any uint8 RGB image -> float32 [3, H, W] by the fused rescale + normalise above.
+torch::Tensor normalize_fused(const cv::Mat& rgb, const std::array<float, 3>& mean, const std::array<float, 3>& std);
+
 }  // namespace era

@@ -46,10 +46,15 @@ Request request_for(const nlohmann::json& c, const nlohmann::json& image) {
   Request req;
   if (image.contains("video_dir")) {
     req.videos = {Video::from_folder(image["video_dir"].get<std::string>())};
+    // Qwen2.5-VL: the frames' rate sets the M-RoPE time step, as the reference's video metadata
+    if (image.contains("fps")) req.videos[0] = req.videos[0].with_sampled_fps(image["fps"].get<double>());
   } else {
     req.images = image.contains("pngs") ? image["pngs"].get<std::vector<std::string>>()
                                         : std::vector<std::string>{image["png"].get<std::string>()};
   }
+  // Qwen2.5-VL cases may set the processor's pixel range per prompt
+  req.min_pixels = image.value("min_pixels", int64_t{0});
+  req.max_pixels = image.value("max_pixels", int64_t{0});
   if (c.value("raw_prompt", false)) {
     req.prompt = c["prompt"].get<std::string>();
     req.use_template = false;
@@ -85,8 +90,19 @@ void check_case(const std::string& name) {
     EXPECT_EQ(in.token_ids, ref.contains("prompt_ids") ? ref["prompt_ids"].get<std::vector<int64_t>>()
                                                        : one_placeholder_per_image(ref["input_ids"].get<std::vector<int64_t>>(), image_token_id));
 
+    // Qwen2.5-VL: the (t, h, w) grids and transformers' multimodal position ids [3, L]
+    if (ref.contains("grid_thw")) {
+      std::vector<std::array<int64_t, 3>> grids;
+      for (const auto& g : ref["grid_thw"]) grids.push_back({g[0].get<int64_t>(), g[1].get<int64_t>(), g[2].get<int64_t>()});
+      EXPECT_EQ(in.grids, grids);
+    }
     const auto prompt = debug::prompt(session, req);
     EXPECT_EQ(prompt.visual_tokens, ref["visual_tokens"].get<int64_t>());
+    if (std::filesystem::exists(dir + "/position_ids.npy")) {
+      const auto want_positions = read_npy(dir + "/position_ids.npy").to(torch::kLong);  // [3, L]
+      ASSERT_EQ(prompt.positions.dim(), 3);
+      EXPECT_TRUE(torch::equal(prompt.positions[0].t(), want_positions)) << "position ids differ from transformers' get_rope_index";
+    }
     const auto want = read_npy(dir + "/logits.npy");
     ASSERT_EQ(prompt.logits.sizes(), want.sizes());
     const double err = max_rel_error(prompt.logits, want);
@@ -118,6 +134,55 @@ TEST(HfParity, OnevisionTwoImagesInOnePrompt) { check_case("onevision_two_images
 // a video as frame images (8 frames of 640x480, 3 of 300x500, 1 of 384x384): the video
 // processor's resize and statistics, 2x2 bilinear pooling to 196 tokens a frame, one newline
 TEST(HfParity, OnevisionVideoFramesPooledWithOneNewline) { check_case("onevision_video"); }
+// Qwen2.5-VL: smart_resize over many sizes and pixel ranges, window attention, the patch merger,
+// multimodal RoPE positions; two images in one prompt; a video (temporal patches, time steps)
+TEST(HfParity, QwenImagesNativeResolution) { check_case("qwen_images"); }
+TEST(HfParity, QwenTwoImagesInOnePrompt) { check_case("qwen_two_images"); }
+TEST(HfParity, QwenVideoTemporalPatches) { check_case("qwen_video"); }
+
+// Every method on a Qwen2.5-VL bundle (an image, and a video): it runs with a 16-token budget and
+// keeps fewer tokens than full, or refuses naming itself: VisionZip (no CLS token) and pool (a
+// square grid only). Kept tokens keep their original M-RoPE positions (default) or count up
+// (compact): the same tokens, other positions, other logits.
+TEST(HfParity, QwenEveryMethodRunsOrRefusesByName) {
+  if (!std::filesystem::exists(test::testdata_dir() + "/hf")) GTEST_SKIP() << "no HF parity data (ERA_HF_PARITY off)";
+  c10::InferenceMode inference;
+  for (const char* name : {"qwen_images", "qwen_video"}) {
+    SCOPED_TRACE(name);
+    const auto c = read_json(case_dir(name) + "/case.json");
+    auto session = Session::open(c["bundle"].get<std::string>());
+    Request req = request_for(c, c["images"][0]);
+    req.max_new_tokens = 2;
+    req.stop_at_eos = false;
+    req.reduction.tokens = 16;
+    req.reduction.baselines.fastv_layer = 1;  // the tiny decoder has 2 layers
+    req.reduction.baselines.dart_layer = 1;
+    const int64_t full = session.generate(req).stats.visual_tokens;
+    for (const auto& method : available_methods()) {
+      SCOPED_TRACE(method.name);
+      req.reduction.method = method.name;
+      try {
+        const Result r = session.generate(req);
+        EXPECT_EQ(r.tokens.size(), 2u);
+        if (method.name != "full") EXPECT_LT(r.stats.visual_tokens, full);
+      } catch (const Error& e) {
+        EXPECT_TRUE(method.name == "visionzip" || method.name == "pool") << e.what();
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      }
+    }
+    req.reduction.method = "era";
+    const auto original = debug::prompt(session, req);
+    req.reduction.positions = "compact";
+    const auto compact = debug::prompt(session, req);
+    EXPECT_EQ(original.visual_tokens, compact.visual_tokens);
+    EXPECT_FALSE(torch::equal(original.positions, compact.positions));
+    EXPECT_TRUE(torch::equal(original.embeds, compact.embeds));
+    // compact: every position counts up by one; original (an image wider than 16 tokens): the
+    // text after it starts past where 16 tokens would put it
+    EXPECT_EQ(compact.positions.max().item<int64_t>() + 1, compact.positions.size(1));
+    if (std::string(name) == "qwen_images") EXPECT_GT(original.positions.max().item<int64_t>() + 1, original.positions.size(1));
+  }
+}
 
 // Every method on a OneVision bundle (tiled 640x480 image, and the two-image prompt): it runs with a
 // 64-token budget, or (VisionZip, which ranks by a CLS token SigLIP lacks) refuses naming itself

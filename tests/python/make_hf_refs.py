@@ -269,7 +269,138 @@ def make_onevision_video_case(case, out):
     print(f"make_hf_refs: {case}: {len(prompts)} video(s) in {time.time() - start:.1f} s")
 
 
+def exported_qwen(case, out):
+    """A Qwen2.5-VL case's checkpoint made and saved by transformers (era_tools.make_tiny_qwen_vl,
+    language-model weights at std 0.2 so greedy decoding has no near-ties) and exported by era:
+    (folder, checkpoint, bundle, model, processor, tokenizer)."""
+    from era_tools.make_tiny_qwen_vl import build as build_qwen
+    folder, ckpt, bundle = case_folders(case, out)
+    row = hf_cases.CASES[case]
+    model, processor, tok = build_qwen(seed=row.get("seed", sum(map(ord, case))), std_text=0.2)
+    model.save_pretrained(ckpt, safe_serialization=True)
+    processor.save_pretrained(ckpt)
+    if export_llava.main(["--checkpoint", ckpt, "--out", bundle, "--dtype", "float32"]) != 0:
+        raise SystemExit(f"make_hf_refs: era could not export {ckpt}")
+    return folder, ckpt, bundle, model, processor, tok
+
+
+def qwen_references(model, processor, prompt, out, images=None, video=None, fps=None,
+                    pixels=None):
+    """transformers' outputs for a Qwen2.5-VL prompt with `images` (PIL images, one prompt) or
+    `video` (uint8 [F, H, W, 3] frames, given with fps metadata). pixels: (min_pixels,
+    max_pixels) for the processor call, or None. Returns what case.json records per prompt."""
+    os.makedirs(out, exist_ok=True)
+    kwargs = {}
+    if pixels is not None:  # the processor honours them only as a pair
+        kwargs.update(min_pixels=pixels[0], max_pixels=pixels[1])
+    if video is not None:
+        meta = [{"fps": fps, "total_num_frames": len(video), "frames_indices": list(range(len(video)))}]
+        inputs = processor(videos=[video], text=prompt, return_tensors="pt", do_sample_frames=False,
+                           video_metadata=meta, **kwargs)
+        pixel_values, grid = inputs["pixel_values_videos"], inputs["video_grid_thw"]
+        token_id = model.config.video_token_id
+    else:
+        inputs = processor(images=images, text=prompt, return_tensors="pt", **kwargs)
+        pixel_values, grid = inputs["pixel_values"], inputs["image_grid_thw"]
+        token_id = model.config.image_token_id
+    ids = inputs["input_ids"]
+    with torch.no_grad():
+        position_ids, deltas = model.model.get_rope_index(
+            ids, inputs["mm_token_type_ids"], image_grid_thw=inputs.get("image_grid_thw"),
+            video_grid_thw=inputs.get("video_grid_thw"),
+            second_per_grid_ts=inputs.get("second_per_grid_ts"),
+            attention_mask=inputs["attention_mask"])
+        model.model.rope_deltas = None
+        logits = model(**inputs).logits[0].float()
+        model.model.rope_deltas = None
+        gen = model.generate(**inputs, max_new_tokens=hf_cases.GREEDY_TOKENS, do_sample=False,
+                             eos_token_id=None, pad_token_id=processor.tokenizer.pad_token_id,
+                             output_scores=True, return_dict_in_generate=True)
+    ids = ids[0].tolist()
+    greedy = gen.sequences[0, len(ids):].tolist()
+    if len(greedy) != hf_cases.GREEDY_TOKENS:
+        raise SystemExit(f"make_hf_refs: {out}: generate gave {len(greedy)} tokens")
+    margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in gen.scores]
+    if min(margins) < MIN_MARGIN:
+        raise SystemExit(f"make_hf_refs: {out}: greedy step {int(np.argmin(margins))} is a near-tie "
+                         f"({min(margins):.2g}): the comparison would be flaky")
+    save(out, "pixel_values.npy", pixel_values.float())
+    save(out, "logits.npy", logits)
+    np.save(os.path.join(out, "position_ids.npy"), position_ids[:, 0].numpy().astype(np.int64))
+    eos = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    record = {"grid_thw": grid.tolist()}
+    if video is not None:
+        vp = processor.video_processor.size
+        lo, hi = pixels if pixels is not None else (vp["shortest_edge"], vp["longest_edge"])
+        record.update(fps=fps, second_per_grid_ts=[float(x) for x in inputs["second_per_grid_ts"]],
+                      min_pixels=lo, max_pixels=hi)
+    write_json(out, "tokens.json", {
+        "prompt_ids": processor.tokenizer(prompt, add_special_tokens=False)["input_ids"],
+        "input_ids": ids, "image_token_id": token_id,
+        "visual_tokens": sum(1 for i in ids if i == token_id), "greedy": greedy,
+        "eos_in_greedy": eos in greedy, "min_greedy_margin": min(margins),
+        "rope_delta": int(deltas.reshape(-1)[0]), **record})
+    return record
+
+
+def make_qwen_case(case, out):
+    """A Qwen2.5-VL case: the prompt is transformers' chat template text (raw prompt); images one
+    per prompt or `images_per_prompt` at a time; or videos as frame-PNG folders, one per prompt.
+    Per prompt dir: pixel_values.npy ([Np, 1176] float32, the processor's pixel_values or
+    pixel_values_videos), position_ids.npy (int64 [3, L], model.model.get_rope_index), logits.npy,
+    tokens.json (with "grid_thw", the video's "fps" / "second_per_grid_ts")."""
+    start = time.time()
+    row = hf_cases.CASES[case]
+    folder, ckpt, bundle, model, processor, tok = exported_qwen(case, out)
+    prompts = []
+    if "videos" in row:
+        prompt = processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": hf_cases.QUESTION}]}],
+            add_generation_prompt=True)
+        for k, (frames, w, h, fps) in enumerate(row["videos"]):
+            frames_dir = os.path.join(folder, f"video{k}")
+            os.makedirs(frames_dir)
+            arrays = []
+            for f in range(frames):
+                pixels = synth(w, h, seed=100 * k + f)
+                Image.fromarray(pixels).save(os.path.join(frames_dir, f"frame_{f:04d}.png"))
+                arrays.append(pixels)
+            d = os.path.join(folder, str(k))
+            rec = qwen_references(model, processor, prompt, d, video=np.stack(arrays), fps=fps)
+            prompts.append({"dir": d, "video_dir": frames_dir, "frames": frames, "width": w,
+                            "height": h, **rec})
+    else:
+        per_prompt = row.get("images_per_prompt", 1)
+        prompt = processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "image"}] * per_prompt
+              + [{"type": "text", "text": hf_cases.QUESTION}]}], add_generation_prompt=True)
+        pngs = []
+        for k, (w, h) in enumerate(row["images"]):
+            png = os.path.join(folder, f"image{k}.png")
+            Image.fromarray(synth(w, h, seed=k)).save(png)
+            pngs.append({"png": png, "width": w, "height": h})
+        for k in range(0, len(pngs), per_prompt):
+            group = pngs[k:k + per_prompt]
+            d = os.path.join(folder, str(len(prompts)))
+            pixels = row.get("pixels", {}).get(k)
+            pil = [Image.open(g["png"]).convert("RGB") for g in group]
+            rec = qwen_references(model, processor, prompt, d, images=pil, pixels=pixels)
+            ip = processor.image_processor.size
+            lo, hi = pixels if pixels is not None else (ip["shortest_edge"], ip["longest_edge"])
+            prompts.append({"dir": d, "png": group[0]["png"], "pngs": [g["png"] for g in group],
+                            "width": group[0]["width"], "height": group[0]["height"],
+                            "min_pixels": lo, "max_pixels": hi, **rec})
+    write_json(folder, "case.json", {"arch": row["arch"], "bundle": bundle, "checkpoint": ckpt,
+                                     "question": hf_cases.QUESTION, "prompt": prompt,
+                                     "raw_prompt": True, "images": prompts,
+                                     "config": {k: v for k, v in row.items()
+                                                if k not in ("images", "pixels")}})
+    print(f"make_hf_refs: {case}: {len(prompts)} prompt(s) in {time.time() - start:.1f} s")
+
+
 def make_case(case, out):
+    if hf_cases.CASES[case]["arch"] == "qwen2_5_vl":
+        return make_qwen_case(case, out)
     if "videos" in hf_cases.CASES[case]:
         return make_onevision_video_case(case, out)
     if hf_cases.CASES[case]["arch"] == "llava_onevision":

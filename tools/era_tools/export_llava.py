@@ -201,6 +201,9 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
         manifest["video"] = ckpt.video
         manifest["tokens"]["video_token_id"] = cfg.video_token_id
         manifest["prompt"]["video_placeholder"] = "<video>"
+    if cfg.arch == "qwen2.5-vl":  # native-resolution patches, merger MLP, multimodal RoPE
+        from .qwen_checkpoint import manifest_sections
+        manifest_sections(ckpt, manifest)
     return manifest
 
 
@@ -225,7 +228,19 @@ def probe_inputs(ckpt, device, dtype):
     T0, S_max = 5, 8
     has_newline = cfg.arch in ("llava-next", "llava-onevision")
     crops = 3 if has_newline else 1  # anyres: base + tiles go through the tower as one batch
-    return {
+    extra = {"pos": torch.arange(T0 + 3).unsqueeze(0).to(device)}
+    if cfg.arch == "qwen2.5-vl":
+        # two images (windows with padding, partial windows) and a two-slice video of 2x3
+        # windows; decoder positions [B,T,3] whose three axes differ
+        grid = torch.tensor([[1, 4, 6], [1, 8, 4], [2, 10, 18]])
+        n = int((grid[:, 0] * grid[:, 1] * grid[:, 2]).sum())
+        extra["patches"] = torch.randn(n, cfg.vision.patch_dim, generator=g).to(device)
+        extra["grid_thw"] = grid.to(device)
+        base = torch.arange(T0 + 3)
+        extra["pos"] = torch.stack([base, base + torch.tensor([0, 0, 1, 1, 0, 2, 0, 0]),
+                                    base * 2 - torch.tensor([0, 1, 0, 1, 0, 0, 0, 0])],
+                                   dim=-1).unsqueeze(0).to(device)
+    return {**extra,
         "next": has_newline,
         "pixels": torch.randn(crops, 3, S, S, generator=g).to(device),
         "features": torch.randn(1, 6, C, generator=g).to(device, dtype),
@@ -242,6 +257,8 @@ def probe_inputs(ckpt, device, dtype):
 
 
 def run_vision(m, x):
+    if "patches" in x:  # Qwen2.5-VL: processor patches + grid_thw
+        return list(m(x["patches"], x["grid_thw"]))
     return list(m(x["pixels"]))
 
 
@@ -264,7 +281,7 @@ def decoder_pass(m, x, dtype, lar_path):
     k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
     v_cache = torch.zeros_like(k_cache)
     emb = m.embed(x["ids"])
-    pos = torch.arange(T0 + 3, device=device).unsqueeze(0)
+    pos = x["pos"]  # [1, T0+3], or [1, T0+3, 3] (Qwen2.5-VL's multimodal RoPE)
     bias, sc = x["bias"], x["scales"]
     prefill = m(emb[:, :T0], pos[:, :T0], 0, bias[:, :T0], k_cache, v_cache, sc, lar_path, False)
     step = m(emb[:, T0:T0 + 1], pos[:, T0:T0 + 1], T0, bias[:, T0:T0 + 1], k_cache, v_cache, sc,
@@ -281,7 +298,7 @@ def range_pass(m, x, dtype):
     k_cache = torch.zeros(x["cache_shape"], dtype=dtype, device=device)
     v_cache = torch.zeros_like(k_cache)
     emb = m.embed(x["ids"])[:, :T0]
-    pos = torch.arange(T0, device=device).unsqueeze(0)
+    pos = x["pos"][:, :T0]
     bias, sc = x["bias"][:, :T0], x["scales"]
     n = len(x["scales"])
     low, attn = m.run_range(emb, pos, 0, bias, k_cache, v_cache, sc, 0, 0, 1, True)

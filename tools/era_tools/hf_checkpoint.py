@@ -226,6 +226,7 @@ class TextConfig:
     model_type: str = "llama"      # text_config.model_type: "llama" | "mistral" | "qwen2"
     sliding_window: int = None     # mistral: attention window (None: attends to everything)
     qkv_bias: bool = False         # qwen2: q/k/v projections carry a bias (o_proj does not)
+    mrope_section: list = None     # Qwen2.5-VL: multimodal RoPE split of head_dim / 2 (else None)
 
     @property
     def cache_head_dim(self):
@@ -286,6 +287,7 @@ class LlavaCheckpoint:
     added_tokens: dict = field(default_factory=dict)
     chat_template: str = ""        # the checkpoint's own chat template text ("" if none)
     video: dict = None             # OneVision: the manifest's "video" section (load_video_processor)
+    image: dict = None             # Qwen2.5-VL: the manifest's "image" section (qwen_checkpoint)
     generation_eos: list = field(default_factory=list)  # generation_config.json eos_token_id
     # canonical name -> tensor, one dict per module (names as in llava_model.py)
     vision: dict = field(default_factory=dict)
@@ -332,6 +334,9 @@ def load_config(folder):
     path = os.path.join(folder, "config.json")
     raw = _read_json(path, "config.json")
     model_type = raw.get("model_type")
+    if model_type == "qwen2_5_vl":  # Qwen2.5-VL: its own config reader
+        from .qwen_checkpoint import load_qwen_config
+        return load_qwen_config(folder, raw)
     archs = raw.get("architectures") or []
     arch, hf_class = ARCH_OF_MODEL_TYPE.get(model_type, (None, None))
     if model_type in ORIGINAL_LLAVA_TYPES:
@@ -347,10 +352,11 @@ def load_config(folder):
             f"llava-hf copy of the model (e.g. llava-hf/llava-1.5-7b-hf, llava-hf/llava-v1.6-vicuna-7b-hf)")
     if arch is None or (archs and hf_class not in archs):
         raise CheckpointError(
-            f"{path}: not a LLaVA-1.5, LLaVA-NeXT or LLaVA-OneVision checkpoint "
+            f"{path}: not a LLaVA-1.5, LLaVA-NeXT, LLaVA-OneVision or Qwen2.5-VL checkpoint "
             f"(model_type={model_type!r}, architectures={archs!r}; expected model_type 'llava' / "
             f"LlavaForConditionalGeneration, 'llava_next' / LlavaNextForConditionalGeneration or "
-            f"'llava_onevision' / LlavaOnevisionForConditionalGeneration)")
+            f"'llava_onevision' / LlavaOnevisionForConditionalGeneration, or 'qwen2_5_vl' / "
+            f"Qwen2_5_VLForConditionalGeneration)")
     defaults = ARCH_DEFAULTS[arch]
 
     # ---- text (LLaMA, Mistral, Qwen2)
@@ -852,6 +858,9 @@ def load_generation_eos(folder, cfg):
 
 def expected_shapes(cfg):
     """Canonical name -> shape for everything the exported modules need, per part."""
+    if cfg.arch == "qwen2.5-vl":
+        from .qwen_checkpoint import expected_shapes as qwen_shapes
+        return qwen_shapes(cfg)
     v, t = cfg.vision, cfg.text
     C, I, P = v.hidden_size, v.intermediate_size, v.patch_size
     if v.has_cls:
@@ -950,6 +959,9 @@ def load_checkpoint(folder, load_weights=True):
     if not os.path.isdir(folder):
         what = "is not a folder" if os.path.exists(folder) else "checkpoint folder not found"
         raise CheckpointError(f"{folder}: {what}")
+    if _read_json(os.path.join(folder, "config.json"), "config.json").get("model_type") == "qwen2_5_vl":
+        from .qwen_checkpoint import load_qwen_checkpoint  # Qwen2.5-VL: its own loader
+        return load_qwen_checkpoint(folder, load_weights)
     cfg = load_config(folder)
     pre = load_preprocessor(folder, cfg.vision, cfg)
 
@@ -976,6 +988,11 @@ def load_checkpoint(folder, load_weights=True):
 def _with_byte_level_tokenizer(folder, cfg, pre, load_weights):
     """Qwen2's tokenizer: the byte-level BPE of tokenizer.json (read by the C++ side's
     ByteLevelBpe). No BOS; EOS is tokenizer_config.json's eos_token."""
+    return _with_weights(_byte_level_checkpoint(folder, cfg, pre), folder, cfg, load_weights)
+
+
+def _byte_level_checkpoint(folder, cfg, pre):
+    """A LlavaCheckpoint with the byte-level tokenizer read (no weights, no side files)."""
     tok = os.path.join(folder, "tokenizer.json")
     data = _read_json(tok, "tokenizer.json (Qwen2's byte-level BPE)")
     model = data.get("model")
@@ -997,9 +1014,8 @@ def _with_byte_level_tokenizer(folder, cfg, pre, load_weights):
     if isinstance(eos, dict):
         eos = eos.get("content")
     eos_id = by_content.get(eos, model["vocab"].get(eos, -1)) if isinstance(eos, str) else -1
-    ckpt = LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
+    return LlavaCheckpoint(folder=folder, config=cfg, preprocessor=pre, tokenizer_path=tok,
                            tokenizer_vocab_size=vocab, bos_id=-1, eos_id=eos_id)
-    return _with_weights(ckpt, folder, cfg, load_weights)
 
 
 def _with_weights(ckpt, folder, cfg, load_weights):

@@ -28,7 +28,7 @@ dtype; NeoX rotate_half layout; decoder logits returned as float32.
 """
 import math
 import re
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -239,11 +239,14 @@ class Projector(nn.Module):
     projector.pt carries it (TorchScript: `attr("image_newline")` / named_parameters)."""
 
     def __init__(self, in_features, out_features, bias=True, image_newline=False, device=None,
-                 dtype=None):
+                 dtype=None, hidden_features=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        self.linear_1 = nn.Linear(in_features, out_features, bias=bias, **kw)
-        self.linear_2 = nn.Linear(out_features, out_features, bias=bias, **kw)
+        # hidden_features: the width between the two layers (Qwen2.5-VL's merger MLP: 4C -> 4C ->
+        # D); default out_features (LLaVA: C -> D -> D)
+        hidden = out_features if hidden_features is None else hidden_features
+        self.linear_1 = nn.Linear(in_features, hidden, bias=bias, **kw)
+        self.linear_2 = nn.Linear(hidden, out_features, bias=bias, **kw)
         if image_newline:
             self.image_newline = nn.Parameter(torch.zeros(out_features, **kw), requires_grad=False)
 
@@ -267,13 +270,32 @@ class RMSNorm(nn.Module):
 
 
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float,
-                 dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
+                 dtype: torch.dtype,
+                 mrope_section: Optional[List[int]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """positions [B,T] int64 -> cos, sin [B,T,head_dim] in `dtype`, computed in float32 (HF).
     inv_freq is recomputed here rather than kept as a buffer so `module.to(dtype)` can never
-    round it."""
+    round it.
+
+    Multimodal RoPE (Qwen2.5-VL, mrope_section e.g. [16, 24, 24], summing to head_dim / 2):
+    positions may be [B,T,3] (temporal, height, width); each axis gives its own frequencies and
+    the head_dim / 2 of them are split by mrope_section, chunk i taken from axis i % 3 (HF's
+    Qwen2_5_VLRotaryEmbedding). [B,T] positions mean all three axes equal, which is ordinary
+    RoPE. Without a section, [B,T,3] positions use axis 0."""
     exps = torch.arange(0, head_dim, 2, dtype=torch.int64, device=positions.device).float()
     inv_freq = 1.0 / torch.pow(theta, exps / head_dim)
-    freqs = positions.float().unsqueeze(-1) * inv_freq  # outer product, exact like HF's K=1 matmul
+    if positions.dim() == 3:
+        axes = positions.float().unsqueeze(-1) * inv_freq  # [B, T, 3, head_dim / 2]
+        if mrope_section is not None and len(mrope_section) > 0:
+            chunks: List[torch.Tensor] = []
+            start = 0
+            for i, n in enumerate(mrope_section):
+                chunks.append(axes.select(2, i % 3).narrow(-1, start, n))
+                start += n
+            freqs = torch.cat(chunks, dim=-1)
+        else:
+            freqs = axes.select(2, 0)
+    else:
+        freqs = positions.float().unsqueeze(-1) * inv_freq  # outer product, exact like HF's K=1 matmul
     emb = torch.cat([freqs, freqs], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
@@ -538,6 +560,9 @@ class LlamaDecoder(nn.Module):
     additive-mask path, per-layer bias scales), forward_with_attention(), attend(), and the
     pieces in-decoder pruning drives one by one: run_range(), final_norm(), logits()."""
 
+    # declared on the class: TorchScript 1.13 cannot infer the type of an empty list attribute
+    mrope_section: List[int]
+
     def __init__(self, cfg, attention="math", device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
@@ -545,6 +570,8 @@ class LlamaDecoder(nn.Module):
         self.cache_head_dim = cfg.cache_head_dim
         self.num_layers = cfg.num_layers
         self.rope_theta = float(cfg.rope_theta)
+        # Qwen2.5-VL's multimodal RoPE split ([] = ordinary RoPE); positions [B,T] or [B,T,3]
+        self.mrope_section: List[int] = [int(n) for n in (getattr(cfg, "mrope_section", None) or [])]
         self.sqrt_d = math.sqrt(cfg.head_dim)
         scale = 1.0 / math.sqrt(cfg.head_dim)
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, **kw)
@@ -578,7 +605,8 @@ class LlamaDecoder(nn.Module):
         self.check_lar(layer_bias_scale, lar_path)
         if begin < 0 or end > self.num_layers or begin > end:
             raise ValueError("decoder: run_range needs 0 <= begin <= end <= num_layers")
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, x.dtype)
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, x.dtype,
+                                self.mrope_section)
         scales = layer_bias_scale.float()
         attns: List[torch.Tensor] = []
         for i, layer in enumerate(self.layers):
@@ -643,7 +671,8 @@ class LlamaDecoder(nn.Module):
         """Eager-only reference: full recompute without a cache -> float32 logits [B,T,V].
         layer_scale: per-layer multipliers of key_log_bias (None = 1 everywhere). With
         return_attn, also every layer's last-query logits [L,B,H,T] (float32, bias included)."""
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype,
+                                self.mrope_section)
         x = embeds
         attns = []
         for i, layer in enumerate(self.layers):
@@ -660,7 +689,8 @@ class LlamaDecoder(nn.Module):
         `first_masked_layer` on, every key with key_kept False is hidden from every query.
         key_kept: bool [B,T]. Returns float32 logits [B,T,V] (rows of masked tokens are
         meaningless)."""
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype,
+                                self.mrope_section)
         masked = key_log_bias.float().masked_fill(~key_kept, float("-inf"))
         x = embeds
         for i, layer in enumerate(self.layers):
@@ -672,7 +702,8 @@ class LlamaDecoder(nn.Module):
         """Eager-only: what in-decoder pruning reads at decoder layer `layer` (no cache):
         (output hidden states [B,T,D], post-RoPE keys with GQA heads repeated [B,H,T,d],
         the last query's attention logits [B,H,T] float32, LAR bias included)."""
-        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype)
+        cos, sin = rope_cos_sin(positions, self.head_dim, self.rope_theta, embeds.dtype,
+                                self.mrope_section)
         x = embeds
         for i in range(layer):
             x, _ = self.layers[i].forward_explicit(x, cos, sin, key_log_bias)
@@ -727,7 +758,10 @@ def _assign(module, state, dtype, what):
 
 def build_vision(ckpt, dtype=torch.float32):
     vision = ckpt.config.vision
-    if getattr(vision, "has_cls", True):
+    if ckpt.config.arch == "qwen2.5-vl":
+        from .qwen_vl_model import QwenVisionTower  # patches + grid_thw, windowed attention
+        module = QwenVisionTower(vision, device="meta", dtype=dtype)
+    elif getattr(vision, "has_cls", True):
         module = VisionTower(vision, device="meta", dtype=dtype)
     else:
         from .siglip_tower import SiglipVisionTower  # the tower without a CLS token
@@ -738,9 +772,11 @@ def build_vision(ckpt, dtype=torch.float32):
 def build_projector(ckpt, dtype=torch.float32):
     cfg = ckpt.config
     width = getattr(cfg.vision, "feature_width", cfg.vision.hidden_size)
+    # Qwen2.5-VL's merger MLP keeps the 4C width between its layers
+    hidden = width if cfg.arch == "qwen2.5-vl" else None
     module = Projector(width, cfg.text.hidden_size, bias=cfg.projector_bias,
                        image_newline=cfg.arch in ("llava-next", "llava-onevision"), device="meta",
-                       dtype=dtype)
+                       dtype=dtype, hidden_features=hidden)
     return _assign(module, ckpt.projector, dtype, "projector")
 
 

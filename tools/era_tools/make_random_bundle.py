@@ -2,6 +2,7 @@
 
     make_random_bundle.py --preset llava-1.5-7b|llava-1.5-13b|llava-next-7b|medium|medium-next|tiny
                                    |llava-onevision-0.5b|llava-onevision-7b|tiny-onevision
+                                   |qwen2.5-vl-3b|qwen2.5-vl-7b|tiny-qwen2.5-vl
                           --out BUNDLE [--dtype float16] [--seed 0] [--no-check]
     make_random_bundle.py --config config.json --out BUNDLE ...   (an HF LLaVA config.json)
 
@@ -25,6 +26,13 @@ key/value heads, tied embeddings; Qwen2-7B: 3584 wide, 28 layers, 28 / 4 heads, 
 vocabulary sizes) with the committed Qwen2-style tokenizer (tools/era_tools/data/qwen2_tokenizer,
 the same rule for ids past it) and LlavaOnevisionImageProcessor's settings; they need no
 transformers either.
+
+The Qwen2.5-VL presets (qwen2.5-vl-3b, qwen2.5-vl-7b, tiny-qwen2.5-vl) have
+Qwen/Qwen2.5-VL-3B-Instruct's and -7B-Instruct's config.json (vision: 32 blocks, 1280 wide, 16
+heads, full attention in blocks 7/15/23/31, 112 px windows, merger to the text width; 3B text:
+2048 wide, 36 layers, 16 / 2 heads, tied, vocab 151936; 7B text: 3584 wide, 28 layers, 28 / 4
+heads, untied, vocab 152064; rope_theta 1e6, mrope_section [16, 24, 24]), the released
+preprocessor config, and the committed Qwen2-style tokenizer; no transformers needed.
 """
 import argparse
 import json
@@ -75,13 +83,36 @@ ONEVISION_PRESETS = {
                            vision_intermediate=128, vision_heads=4, vision_layers=4,
                            text_hidden=128, text_intermediate=256, text_layers=2, text_heads=4),
 }
+# Qwen/Qwen2.5-VL-3B-Instruct's and -7B-Instruct's config.json (the vision tower is the same
+# 32-block, 1280-wide ViT in both; the merger projects to the text width).
+QWEN_VL_VISION = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16,
+                  "fullatt_block_indexes": [7, 15, 23, 31]}
+QWEN_VL_PRESETS = {
+    "qwen2.5-vl-3b": dict(vocab=151936, tied=True, max_pos=128000, mrope=[16, 24, 24],
+                          vision=QWEN_VL_VISION,
+                          text={"hidden_size": 2048, "num_hidden_layers": 36,
+                                "num_attention_heads": 16, "num_key_value_heads": 2,
+                                "intermediate_size": 11008}),
+    "qwen2.5-vl-7b": dict(vocab=152064, tied=False, max_pos=128000, mrope=[16, 24, 24],
+                          vision=QWEN_VL_VISION,
+                          text={"hidden_size": 3584, "num_hidden_layers": 28,
+                                "num_attention_heads": 28, "num_key_value_heads": 4,
+                                "intermediate_size": 18944}),
+    "tiny-qwen2.5-vl": dict(vocab=None, tied=True, max_pos=32768, mrope=[2, 3, 3],
+                            vision={"depth": 4, "hidden_size": 32, "intermediate_size": 64,
+                                    "num_heads": 2, "fullatt_block_indexes": [1, 3]},
+                            text={"hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "num_key_value_heads": 2,
+                                  "intermediate_size": 128}),
+}
 QWEN2_TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "qwen2_tokenizer")
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--preset", choices=sorted(PRESETS) + sorted(ONEVISION_PRESETS))
+    src.add_argument("--preset", choices=sorted(PRESETS) + sorted(ONEVISION_PRESETS)
+                     + sorted(QWEN_VL_PRESETS))
     src.add_argument("--config", help="an HF LLaVA-1.5 / LLaVA-NeXT config.json")
     p.add_argument("--out", required=True, help="bundle folder to create")
     p.add_argument("--dtype", choices=list(DTYPES), default="float16")
@@ -148,6 +179,51 @@ def onevision_folder(folder, preset, dtype):
         "image_grid_pinpoints": PINPOINTS})
 
 
+def qwen_vl_folder(folder, preset, dtype):
+    """A weightless Qwen2.5-VL checkpoint folder: config.json in the released checkpoints'
+    layout (text fields at the top level, rope_scaling {"type": "mrope"}), the committed
+    Qwen2-style tokenizer (its own ids for <|image_pad|> etc.), the released
+    preprocessor_config.json (min_pixels 3136, max_pixels 12845056) and transformers' video
+    processor defaults."""
+    import shutil
+    spec = QWEN_VL_PRESETS[preset]
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copyfile(os.path.join(QWEN2_TOKENIZER, name), os.path.join(folder, name))
+    from .make_tiny_qwen_vl import QWEN_VL_CHAT_TEMPLATE
+    with open(os.path.join(folder, "chat_template.jinja"), "w", encoding="utf-8") as f:
+        f.write(QWEN_VL_CHAT_TEMPLATE)
+    with open(os.path.join(QWEN2_TOKENIZER, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    tok_vocab = max(list(tok["model"]["vocab"].values()) + list(ids.values())) + 1
+    vocab = spec["vocab"] or -(-tok_vocab // 64) * 64
+    text = spec["text"]
+    vision = dict(spec["vision"], hidden_act="silu", in_chans=3, patch_size=14,
+                  spatial_patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                  window_size=112, tokens_per_second=2, out_hidden_size=text["hidden_size"])
+    config = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+              **text, "hidden_act": "silu", "max_position_embeddings": spec["max_pos"],
+              "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+              "rope_scaling": {"type": "mrope", "mrope_section": spec["mrope"]},
+              "sliding_window": 32768, "use_sliding_window": False, "max_window_layers": 70,
+              "tie_word_embeddings": spec["tied"], "vocab_size": vocab,
+              "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+              "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+              "vision_start_token_id": ids["<|vision_start|>"],
+              "vision_end_token_id": ids["<|vision_end|>"], "vision_config": vision,
+              "torch_dtype": dtype}
+    tiny.write_json(os.path.join(folder, "config.json"), config)
+    tiny.write_json(os.path.join(folder, "preprocessor_config.json"), {
+        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2_5_VLProcessor",
+        "do_resize": True, "do_rescale": True, "do_normalize": True, "do_convert_rgb": True,
+        "rescale_factor": 1 / 255, "resample": 3, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+        "image_std": [0.26862954, 0.26130258, 0.27577711], "min_pixels": 3136,
+        "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2})
+    tiny.write_json(os.path.join(folder, "generation_config.json"),
+                    {"eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
+                     "pad_token_id": ids["<|endoftext|>"]})
+
+
 def write_config_folder(folder, config):
     """config.json + tokenizer + preprocessor config: a checkpoint folder without weights."""
     tiny.write_json(os.path.join(folder, "config.json"), config)
@@ -160,10 +236,11 @@ def write_config_folder(folder, config):
                     tiny.PREPROCESSOR_NEXT if nxt else tiny.PREPROCESSOR)
 
 
-def random_tensor(name, shape, dtype, gen, rows_per_chunk=4096):
-    """randn * std + mean (make_tiny_llava.init_std of the llava-hf name), drawn in float32
-    chunks of rows straight into a `dtype` tensor, so only the final tensor is ever whole."""
-    mean, std = tiny.init_std(name)
+def random_tensor(name, shape, dtype, gen, rows_per_chunk=4096, mean_std=None):
+    """randn * std + mean (make_tiny_llava.init_std of the llava-hf name, or mean_std), drawn in
+    float32 chunks of rows straight into a `dtype` tensor, so only the final tensor is ever
+    whole."""
+    mean, std = mean_std or tiny.init_std(name)
     t = torch.empty(shape, dtype=dtype)
     flat = t.view(shape[0], -1) if len(shape) > 1 else t.view(1, -1)
     for i in range(0, flat.shape[0], rows_per_chunk):
@@ -182,7 +259,12 @@ def fill_random_weights(ckpt, dtype, seed):
             if part == "text" and canon == "lm_head.weight" and ckpt.config.text.tie_word_embeddings:
                 tensors[canon] = tensors["embed_tokens.weight"]  # tied (0.5B): one tensor, as loaded
                 continue
-            t = random_tensor(checkpoint_name(part, canon, "llava-hf"), shape, dtype, gen)
+            mean_std = None
+            if ckpt.config.arch == "qwen2.5-vl" and canon.endswith(("norm1.weight", "norm2.weight",
+                                                                     "ln_q.weight")):
+                mean_std = (1.0, 0.1)  # the vision RMSNorms (init_std knows LLaVA's names)
+            t = random_tensor(checkpoint_name(part, canon, "llava-hf"), shape, dtype, gen,
+                              mean_std=mean_std)
             if canon in ("embed_tokens.weight", "lm_head.weight"):
                 # rows past the tokenizer: the mean row, so greedy decoding never emits them
                 t[ckpt.tokenizer_vocab_size:] = t[:ckpt.tokenizer_vocab_size].float().mean(0).to(dtype)
@@ -196,6 +278,9 @@ def make_bundle(args):
     with tempfile.TemporaryDirectory(prefix="era-random-config-") as folder:
         if args.preset in ONEVISION_PRESETS:
             onevision_folder(folder, args.preset, args.dtype)
+            return export_random(args, folder)
+        if args.preset in QWEN_VL_PRESETS:
+            qwen_vl_folder(folder, args.preset, args.dtype)
             return export_random(args, folder)
         tok_path = os.path.join(folder, "tokenizer.model")
         tiny.train_tokenizer(tok_path)

@@ -10,6 +10,8 @@ attention (see `init_std`). NeXT adds the `image_newline` [text hidden] paramete
 preprocessor_config.json.
 
     make_tiny_llava.py --arch llava-1.5|llava-next --out DIR [--seed 0] [--tokenizer-model FILE]
+    make_tiny_llava.py --arch llava-onevision|qwen2.5-vl --out DIR [--seed 0]   (by transformers:
+        make_tiny_onevision.py, make_tiny_qwen_vl.py)
 
 The tokenizer is a 1000-piece LLaMA-style SentencePiece BPE model trained with `spm_train` on
 tools/era_tools/data/spm_corpus.txt (or a copy of --tokenizer-model). Same seed -> byte-identical
@@ -26,7 +28,7 @@ import tempfile
 
 import torch
 
-from . import make_tiny_onevision
+from . import make_tiny_onevision, make_tiny_qwen_vl
 from .hf_checkpoint import CLIP_MEAN, CLIP_STD, load_checkpoint
 from .safetensors_io import save_file
 
@@ -48,8 +50,10 @@ TRANSFORMERS_VERSION = {"llava-1.5": "4.36.0", "llava-next": "4.39.0.dev0"}
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--arch", required=True, choices=["llava-1.5", "llava-next", "llava-onevision"],
-                   help="llava-onevision: made by transformers itself (make_tiny_onevision.py)")
+    p.add_argument("--arch", required=True,
+                   choices=["llava-1.5", "llava-next", "llava-onevision", "qwen2.5-vl"],
+                   help="llava-onevision, qwen2.5-vl: made by transformers itself "
+                        "(make_tiny_onevision.py, make_tiny_qwen_vl.py)")
     p.add_argument("--out", required=True, help="output checkpoint folder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokenizer-model", help="copy this tokenizer.model instead of training one")
@@ -332,6 +336,8 @@ def main(argv=None):
     args = parse_args(argv)
     if args.arch == "llava-onevision":
         return make_tiny_onevision.make(args)
+    if args.arch == "qwen2.5-vl":
+        return make_tiny_qwen_vl.make(args)
     os.makedirs(args.out, exist_ok=True)
 
     tok_path = os.path.join(args.out, "tokenizer.model")

@@ -62,6 +62,8 @@ def default_template(chat_template, text_model_type, special_tokens, arch="llava
     LLaVA's conv_qwen_1_5 (lmms-eval's conv_template for them, the paper's video numbers)."""
     if arch == "llava-onevision":
         return "qwen_1_5"
+    if arch == "qwen2.5-vl":  # Qwen2.5-VL-Instruct's own chat template: ChatML, default system
+        return "chatml"
     family = family_of_chat_template(chat_template)
     if family is None:
         if IM_START in special_tokens:

@@ -82,6 +82,28 @@ CASES = {
     # newline closes the video: 196 * frames + 1 visual tokens
     "onevision_video": {"arch": "llava_onevision", "images": [],
                         "videos": [(8, 640, 480), (3, 300, 500), (1, 384, 384)], "seed": 5},
+    # Qwen2.5-VL (era_tools.make_tiny_qwen_vl's widths, the real geometry: patch 14, temporal 2,
+    # 2x2 merge, 112 px windows, full attention in blocks 1 and 3 of 4, mrope [2, 3, 3]), saved
+    # with Qwen2_5_VLProcessor (Qwen2VLImageProcessor: torchvision resize, smart_resize into
+    # [min_pixels, max_pixels] in multiples of 28). One image per prompt; "pixels" gives
+    # (min_pixels, max_pixels) passed to the processor for the image of that index (None: the
+    # saved defaults 3136 / 1003520). 40x30 is upscaled by min_pixels to 84x56; the last image is
+    # 640x480 again, squeezed by max_pixels 50176 to 252x168 (grid 12 x 18).
+    "qwen_images": {"arch": "qwen2_5_vl", "seed": 21,
+                    "images": [(640, 480), (300, 900), (1000, 330), (224, 224), (56, 56),
+                               (40, 30), (640, 480)],
+                    "pixels": {6: (12544, 50176)}},
+    # two images in one prompt: two <|vision_start|><|image_pad|><|vision_end|> runs, grid_thw
+    # rows in order, 3-D positions continuing after each image
+    "qwen_two_images": {"arch": "qwen2_5_vl", "seed": 22, "images": [(640, 480), (300, 900)],
+                        "images_per_prompt": 2},
+    # videos as frame folders (frames, width, height, fps): the frames are given to the processor
+    # as one video (do_sample_frames False, video_metadata fps), Qwen2VLVideoProcessor resizes them
+    # with torchvision (smart_resize, video min_pixels 100352: 320x240 -> 392x280) and pairs them
+    # (temporal patch 2); second_per_grid_ts = 2 / fps, temporal position step
+    # tokens_per_second * int(second_per_grid_ts)
+    "qwen_video": {"arch": "qwen2_5_vl", "seed": 23, "images": [],
+                   "videos": [(4, 320, 240, 2.0), (2, 200, 300, 1.0)]},
 }
 
 QUESTION = "What is shown in this image?"

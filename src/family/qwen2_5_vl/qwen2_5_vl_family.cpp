@@ -1,0 +1,181 @@
+#include "family/qwen2_5_vl/qwen2_5_vl_family.h"
+
+#include <algorithm>
+
+#include "era/error.h"
+#include "family/anyres_reduction.h"
+#include "family/qwen2_5_vl/mrope_positions.h"
+#include "family/vision_input.h"
+#include "reduce/budget.h"
+#include "text/prompt.h"
+
+namespace era {
+namespace {
+
+// The tokens [first, first + slices * n) of a native vision pass (one row) as `slices` crops of n
+// tokens: the layout crop_input / joint_input / reduce_crops read. No CLS outputs (the tower has
+// no CLS token).
+VisionOutput item_view(const VisionOutput& all, int64_t first, int64_t slices, int64_t n) {
+  const auto rows = [&](const torch::Tensor& x) { return x[0].slice(0, first, first + slices * n).reshape({slices, n, -1}); };
+  const auto cols = [&](const torch::Tensor& x) {  // [1, H, N] -> [slices, H, n]
+    return x[0].slice(1, first, first + slices * n).reshape({x.size(1), slices, n}).permute({1, 0, 2});
+  };
+  VisionOutput v;
+  v.features = rows(all.features);
+  v.embeddings = rows(all.embeddings);
+  v.mean_logits = cols(all.mean_logits);
+  v.mean_probs = cols(all.mean_probs);
+  const int64_t heads = all.mean_logits.size(1);
+  v.cls_logits = torch::zeros({slices, heads, 0}, all.mean_logits.options());
+  v.cls_probs = v.cls_logits;
+  v.project = all.project;
+  return v;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.manifest), bundle_dir_(bundle.dir) {
+  const std::string where = bundle_dir_ + "/manifest.json";
+  const auto& m = manifest_;
+  if (m.image.layout != ImageLayout::kNative) {
+    throw Error(ErrorCode::kBundle, where + ": image.aspect_ratio '" + m.image.aspect_ratio + "' does not fit architecture qwen2.5-vl (\"native\")");
+  }
+  if (m.text.mrope_section.empty()) throw Error(ErrorCode::kBundle, where + ": text.mrope_section is missing (qwen2.5-vl needs it)");
+  if (m.vision.spatial_merge_size != m.image.native.merge_size || m.vision.temporal_patch_size != m.image.native.temporal_patch_size ||
+      m.vision.patch_size != m.image.native.patch_size) {
+    throw Error(ErrorCode::kBundle, where + ": image.patch_size / merge_size / temporal_patch_size differ from the vision section's");
+  }
+  if (m.vision.keeps_cls()) throw Error(ErrorCode::kBundle, where + ": vision.has_cls must be false for qwen2.5-vl");
+}
+
+std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
+                                          const std::optional<std::string>& system) const {
+  PromptTemplate tmpl = manifest_.prompt;
+  if (system) tmpl.system = *system;
+  if (!takes_video()) {
+    if (num_videos > 0) throw no_video();
+    tmpl.video_placeholder.clear();
+  }
+  // Placeholders the user wrote stay where they are; those the template puts in front come as
+  // "<image>\n", where Qwen's chat template writes the vision block with no newline after it.
+  int written = count_placeholders(question, tmpl.image_placeholder);
+  for (const Turn& turn : history) written += count_placeholders(turn.user, tmpl.image_placeholder);
+  if (!tmpl.video_placeholder.empty()) {
+    written += count_placeholders(question, tmpl.video_placeholder);
+    for (const Turn& turn : history) written += count_placeholders(turn.user, tmpl.video_placeholder);
+  }
+  std::string prompt = era::format_conversation(tmpl, history, question, num_images, num_videos);
+  const std::string image_block = vision_start_ + image_pad_ + vision_end_;
+  const std::string video_block = vision_start_ + video_pad_ + vision_end_;
+  if (written == 0) {
+    replace_all(prompt, tmpl.image_placeholder + "\n", image_block);
+    if (!tmpl.video_placeholder.empty()) replace_all(prompt, tmpl.video_placeholder + "\n", video_block);
+  }
+  replace_all(prompt, tmpl.image_placeholder, image_block);
+  if (!tmpl.video_placeholder.empty()) replace_all(prompt, tmpl.video_placeholder, video_block);
+  return prompt;
+}
+
+// Qwen2's BPE with no BOS; the pad tokens, vision markers and ChatML markers are added tokens.
+std::vector<int64_t> Qwen25VlFamily::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
+  std::vector<AddedToken> specials = manifest_.tokens.added_tokens;
+  if (takes_video()) specials.push_back({video_pad_, manifest_.tokens.video_token_id});
+  return tokenize_with_images(tokenizer, prompt, image_pad_, manifest_.tokens.image_token_id, specials);
+}
+
+std::vector<cv::Mat> Qwen25VlFamily::crops(const cv::Mat&) const {
+  throw Error(ErrorCode::kRuntime, "qwen2.5-vl takes images at their own resolution (native_image), not crops");
+}
+
+torch::Tensor Qwen25VlFamily::normalize(const cv::Mat&) const {
+  throw Error(ErrorCode::kRuntime, "qwen2.5-vl takes images at their own resolution (native_image), not crops");
+}
+
+// The most an image can bring at the bundle's max_pixels (a request may ask for more).
+int64_t Qwen25VlFamily::max_visual_tokens() const {
+  const auto& n = manifest_.image.native;
+  return n.max_pixels / (n.factor() * n.factor());
+}
+
+int64_t Qwen25VlFamily::tokens_per_frame() const {
+  if (!takes_video()) throw no_video();
+  const auto& n = manifest_.video.native;  // the fewest a frame brings: its size is known after decoding
+  return std::max<int64_t>(1, n.min_pixels / (n.factor() * n.factor()) / n.temporal_patch_size);
+}
+
+// A lower bound (frames are sized only once decoded): the early too-long check never refuses a
+// video that would fit; the check after the vision pass has the real count.
+int64_t Qwen25VlFamily::max_video_tokens(int64_t frames) const {
+  if (!takes_video()) throw no_video();
+  const auto& n = manifest_.video.native;
+  const int64_t temporal = (frames + n.temporal_patch_size - 1) / n.temporal_patch_size;
+  return temporal * std::max<int64_t>(1, n.min_pixels / (n.factor() * n.factor()));
+}
+
+NativeItem Qwen25VlFamily::native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const {
+  NativeResolution spec = manifest_.image.native;
+  if (range.min_pixels > 0) spec.min_pixels = range.min_pixels;
+  if (range.max_pixels > 0) spec.max_pixels = range.max_pixels;
+  return native_patches({rgb}, spec, manifest_.image.filter, manifest_.image.mean, manifest_.image.std, what);
+}
+
+NativeItem Qwen25VlFamily::native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const {
+  if (!takes_video()) throw no_video();
+  NativeResolution spec = manifest_.video.native;
+  if (range.min_pixels > 0) spec.min_pixels = range.min_pixels;
+  if (range.max_pixels > 0) spec.max_pixels = range.max_pixels;
+  return native_patches(frames, spec, manifest_.video.filter, manifest_.video.mean, manifest_.video.std, what);
+}
+
+int64_t Qwen25VlFamily::native_tokens(const GridThw& grid) const {
+  const int64_t m = manifest_.vision.spatial_merge_size;
+  return grid.t * (grid.h / m) * (grid.w / m);
+}
+
+ReducedTokens Qwen25VlFamily::reduce_item(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
+                                          const ReductionRequest& request) const {
+  const int64_t m = manifest_.vision.spatial_merge_size;
+  const int64_t slices = item.grid.t, n = (item.grid.h / m) * (item.grid.w / m);
+  const VisionOutput view = item_view(*item.vision, item.first_token, slices, n);
+  ReducedTokens out;
+  if (method.name == unreduced_method().name) {
+    out = FullReducer().reduce(joint_input(view, 0, slices, 0));
+  } else if (slices == 1) {  // an image (or a one-patch video): one selection with the item's budget
+    ReductionInput in = crop_input(view, 0, resolve_budget(request, n, request.tokens));
+    in.instruction_embeddings = item.instruction;
+    out = reducer.reduce(in);
+  } else if (method.capabilities.selects_packed_sequence) {  // DivPrune: over the whole video
+    ReductionInput in = joint_input(view, 0, slices, resolve_budget(request, slices * n, request.tokens));
+    in.instruction_embeddings = item.instruction;
+    out = reducer.reduce(in);
+  } else {  // the video's budget spread over its temporal patches (at least 1 each), or one global selection
+    ImageTokens frames = item;
+    frames.vision = &view;
+    frames.first = 0;
+    frames.count = slices;
+    const int64_t per_slice = request.tokens > 0 ? std::max<int64_t>(1, request.tokens / slices) : 0;
+    out = reduce_crops(frames, method, reducer, request, n, per_slice);
+  }
+  out.token_grid = {slices, item.grid.h / m, item.grid.w / m};
+  out.time_step = item.time_step;
+  return out;
+}
+
+ReducedTokens Qwen25VlFamily::reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                                           const ReductionRequest& request) const {
+  return reduce_item(image, method, reducer, request);
+}
+
+ReducedTokens Qwen25VlFamily::reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
+                                           const ReductionRequest& request) const {
+  if (!takes_video()) throw no_video();
+  return reduce_item(video, method, reducer, request);
+}
+
+torch::Tensor Qwen25VlFamily::position_ids(const PromptSequence& sequence) const { return mrope_positions(sequence); }
+
+}  // namespace era

@@ -1,0 +1,65 @@
+#pragma once
+// Qwen2.5-VL (transformers' Qwen2_5_VLForConditionalGeneration): a native-resolution vision
+// transformer (14 px patches, 2 frames a temporal patch, window attention, 2x2 patch merger), the
+// Qwen2 decoder with multimodal RoPE, Qwen2's byte-level BPE and ChatML prompts.
+//
+// Images and videos keep their own size: smart_resize to multiples of 28 within min/max pixels
+// (the request's, else the bundle's), cut into flat patches (native_patches.h); the whole prompt's
+// items go through the tower at once with their (t, h, w) grids. One visual token is one 2x2 block
+// of patches; an image brings (h/2)(w/2) tokens, a video t(h/2)(w/2) (t = frames / 2).
+//
+// Reduction: an image is one selection over its tokens with the image's budget; a video is
+// reduced per temporal patch (scope "crop": tokens / t each, or keep_ratio of each) or by one
+// selection over all its tokens (scope "image"). The saliency has no CLS token to come from: it
+// is the mean attention each token receives in the tower's last block, a full-attention block
+// (README, ERA decisions: "Qwen2.5-VL saliency").
+//
+// Positions (mrope_positions.h): transformers' get_rope_index; a reduced item's kept tokens keep
+// their original (t, h, w) positions (ReductionRequest::positions "original"), or take
+// consecutive text-like positions ("compact").
+#include "family/model_family.h"
+
+namespace era {
+
+class Qwen25VlFamily final : public ModelFamily {
+ public:
+  explicit Qwen25VlFamily(const ModelBundle& bundle);
+
+  std::string arch() const override { return "qwen2.5-vl"; }
+  std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
+                            const std::optional<std::string>& system) const override;
+  std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
+  // In prompt text (a prompt sent without the template): the pad tokens, as the chat template writes them.
+  const std::string& image_placeholder() const override { return image_pad_; }
+  const std::string& video_placeholder() const override { return video_pad_; }
+
+  // Fixed-size crops are not this family's input (native_resolution()): these refuse.
+  std::vector<cv::Mat> crops(const cv::Mat& rgb) const override;
+  torch::Tensor normalize(const cv::Mat& crop) const override;
+  int64_t max_visual_tokens() const override;
+  ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
+                             const ReductionRequest& request) const override;
+
+  bool takes_video() const override { return manifest_.video.present; }
+  int64_t tokens_per_frame() const override;
+  int64_t max_video_tokens(int64_t frames) const override;
+  ReducedTokens reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
+                             const ReductionRequest& request) const override;
+
+  bool native_resolution() const override { return true; }
+  NativeItem native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const override;
+  NativeItem native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const override;
+  int64_t native_tokens(const GridThw& grid) const override;
+
+  torch::Tensor position_ids(const PromptSequence& sequence) const override;
+
+ private:
+  ReducedTokens reduce_item(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
+                            const ReductionRequest& request) const;
+  const Manifest& manifest_;
+  const std::string bundle_dir_;
+  std::string image_pad_ = "<|image_pad|>", video_pad_ = "<|video_pad|>";
+  std::string vision_start_ = "<|vision_start|>", vision_end_ = "<|vision_end|>";
+};
+
+}  // namespace era
