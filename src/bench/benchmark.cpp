@@ -108,7 +108,7 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   row.peak_bytes = memory.peak();
   row.peak_over_baseline_bytes = std::max<int64_t>(0, row.peak_bytes - baseline);
   for (auto& [name, v] : samples) row.ms[name] = Spread::of(v);
-  row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early);
+  row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early, in.grids);
   return row;
 }
 

@@ -16,10 +16,19 @@
 //     + 2 D V                                                  LM head, last position only
 //   one decode step at context t (t keys incl. the new one):
 //       L * [ 2(2DHd + 2DHkv d + 3DF) + 4 H d t ] + 2 D V
+//   native-resolution tower (Qwen2.5-VL), items of (t, h, w) patches, Np patches in all:
+//       2 * Np * (3 T P^2) * C                            Conv3d patch embedding (T frames a patch)
+//     + L * [ 2 Np (4C^2 + 3CI) + 4 C sum(S^2) ]          fused q/k/v + o, gated MLP; attention
+//                                                          within each segment S: a window (of
+//                                                          window_size px a side) or, in the
+//                                                          full-attention layers, a temporal slice
+//   projector (its merger MLP), per merged token:  2 * (4C * 4C + 4C * D)
 //   in-decoder pruning (FastV, DART) after layer K: layers < K count the whole prompt T0 (and
 //   contexts T0 + s), layers >= K the pruned prompt T (and T + s).
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace era::bench {
 
@@ -27,6 +36,10 @@ struct ModelDims {
   // vision tower
   int64_t image_size = 336, patch_size = 14, num_patches = 576;
   int64_t vision_hidden = 0, vision_intermediate = 0, vision_layers_run = 0;
+  // native-resolution towers (Qwen2.5-VL): frames a temporal patch, the merge block side, the
+  // attention window in merge units a side, and how many layers attend to whole slices instead
+  bool native = false;
+  int64_t temporal_patch = 1, merge = 1, window_units = 0, vision_full_layers = 0;
   // decoder
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
 };
@@ -45,6 +58,9 @@ struct FlopCount {
 };
 
 double vision_flops_per_crop(const ModelDims& m);
+// A native-resolution tower and its projector over items of `grids` ((t, h, w) in patches).
+double native_vision_flops(const ModelDims& m, const std::vector<std::array<int64_t, 3>>& grids);
+double native_projector_flops(const ModelDims& m, const std::vector<std::array<int64_t, 3>>& grids);
 double projector_flops_per_crop(const ModelDims& m);
 double prefill_flops(const ModelDims& m, int64_t prompt_tokens);
 double decode_step_flops(const ModelDims& m, int64_t context);  // context = keys the step attends to
@@ -55,9 +71,10 @@ struct EarlyLayers {
   int64_t prompt_tokens = 0;
 };
 
-// A request with `crops` vision crops, `prompt_tokens` decoder prompt tokens and `generated`
-// answer tokens (decode steps = generated - 1: the last token is never fed back).
+// A request with `crops` vision crops (a native-resolution tower: its items' `grids` instead),
+// `prompt_tokens` decoder prompt tokens and `generated` answer tokens (decode steps =
+// generated - 1: the last token is never fed back).
 FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated,
-                      const EarlyLayers& early = {});
+                      const EarlyLayers& early = {}, const std::vector<std::array<int64_t, 3>>& grids = {});
 
 }  // namespace era::bench

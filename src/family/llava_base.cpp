@@ -29,14 +29,7 @@ void LlavaFamilyBase::require_layout(std::initializer_list<ImageLayout> allowed)
 
 std::string LlavaFamilyBase::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                                            const std::optional<std::string>& system) const {
-  PromptTemplate tmpl = manifest_.prompt;
-  if (system) tmpl.system = *system;
-  // "<video>" is plain text to a model without video; asking it for a video is the error
-  if (!takes_video()) {
-    if (num_videos > 0) throw no_video();
-    tmpl.video_placeholder.clear();
-  }
-  return era::format_conversation(tmpl, history, question, num_images, num_videos);
+  return era::format_conversation(request_template(manifest_.prompt, system, num_videos), history, question, num_images, num_videos);
 }
 
 std::vector<int64_t> LlavaFamilyBase::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {

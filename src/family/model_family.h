@@ -138,6 +138,17 @@ class ModelFamily {
   virtual torch::Tensor position_ids(const PromptSequence& sequence) const = 0;
 
  protected:
+  // `base` for one request: `system` replaces its system text when set; a family without video
+  // refuses videos and leaves "<video>" as plain text (no placeholder).
+  PromptTemplate request_template(const PromptTemplate& base, const std::optional<std::string>& system, int num_videos) const {
+    PromptTemplate tmpl = base;
+    if (system) tmpl.system = *system;
+    if (!takes_video()) {
+      if (num_videos > 0) throw no_video();
+      tmpl.video_placeholder.clear();
+    }
+    return tmpl;
+  }
   Error no_video() const {
     return Error(ErrorCode::kPrompt, "this model (arch " + arch() + ") takes no video: its bundle has no \"video\" section");
   }

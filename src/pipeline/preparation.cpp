@@ -31,51 +31,6 @@ std::vector<cv::Mat> video_frames(const Video& video, const ImageLimits& limits)
   return frames;
 }
 
-// Native-resolution families: every image and video at its own size, as patches and grids.
-void prepare_native(const SessionState& impl, const Request& request, const std::vector<Image>& images, PreparedInput& in,
-                    PreparedRequest& out) {
-  const ModelFamily& family = *impl.family;
-  const PixelRange range{request.min_pixels, request.max_pixels};
-  std::vector<torch::Tensor> patches;
-  std::vector<int64_t> grids;
-  size_t next_image = 0, next_video = 0;
-  const auto add = [&](NativeItem item, MediaKind media, std::array<int64_t, 2> size, int64_t time_step) {
-    for (const cv::Mat& f : item.frames) {
-      in.crops.push_back(Image::from_pixels(f.data, f.cols, f.rows, static_cast<int>(f.step), PixelFormat::kRGB8));
-    }
-    patches.push_back(std::move(item.patches));
-    grids.insert(grids.end(), {item.grid.t, item.grid.h, item.grid.w});
-    in.grids.push_back({item.grid.t, item.grid.h, item.grid.w});
-    in.media.push_back(media);
-    in.image_sizes.push_back(size);
-    in.crops_per_image.push_back(static_cast<int64_t>(item.frames.size()));
-    out.time_steps.push_back(time_step);
-  };
-  for (const int64_t id : in.token_ids) {
-    if (id == in.image_token_id && next_image < images.size()) {
-      const Image& image = images[next_image++];
-      const cv::Mat rgb = rgb_of(image, impl.image_limits);
-      add(family.native_image(rgb, range, "image " + image.name()), MediaKind::kImage, {rgb.rows, rgb.cols}, 1);
-    } else if (in.video_token_id >= 0 && id == in.video_token_id && next_video < request.videos.size()) {
-      const Video& video = request.videos[next_video++];
-      const std::vector<cv::Mat> frames = video_frames(video, impl.image_limits);
-      NativeItem item = family.native_video(frames, range, "video " + video.name());
-      const int64_t step = native_time_step(impl.bundle.manifest, video.sampled_fps());
-      add(std::move(item), MediaKind::kVideo, {frames.front().rows, frames.front().cols}, step);
-    }
-  }
-  if (next_image != images.size() || next_video != request.videos.size()) {
-    throw Error(ErrorCode::kPrompt, "the prompt's token ids hold " + std::to_string(next_image) + " image and " +
-                                        std::to_string(next_video) + " video placeholder(s) but " +
-                                        std::to_string(images.size()) + " image(s) and " +
-                                        std::to_string(request.videos.size()) + " video(s) were given");
-  }
-  const auto& native = impl.bundle.manifest.image.native;
-  const int64_t width = 3 * native.temporal_patch_size * native.patch_size * native.patch_size;
-  out.pixel_values = patches.empty() ? torch::empty({0, width}) : torch::cat(patches, 0);
-  out.grid_thw = torch::tensor(grids.empty() ? std::vector<int64_t>{} : grids, torch::kLong).reshape({-1, 3});
-}
-
 }  // namespace
 
 int64_t native_time_step(const Manifest& manifest, double sampled_fps) {
@@ -155,31 +110,50 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   std::vector<Image> images;
   for (const auto& path : request.images) images.push_back(Image::from_file(path));
   images.insert(images.end(), request.image_buffers.begin(), request.image_buffers.end());
+  // Fixed-size crops stack into [crops, 3, S, S]; native-resolution items (Qwen2.5-VL) are
+  // patches of their own size, concatenated, with their (t, h, w) grids.
+  const bool native = family.native_resolution();
+  const PixelRange range{request.min_pixels, request.max_pixels};
   std::vector<torch::Tensor> pixels;
-  if (family.native_resolution()) {
-    prepare_native(impl, request, images, in, out);
-    return out;
-  }
   const auto add_crop = [&](const cv::Mat& crop, torch::Tensor normalized) {
     pixels.push_back(std::move(normalized));
     in.crops.push_back(Image::from_pixels(crop.data, crop.cols, crop.rows, static_cast<int>(crop.step), PixelFormat::kRGB8));
+  };
+  const auto add_native = [&](NativeItem item, int64_t time_step) {
+    for (const cv::Mat& f : item.frames) in.crops.push_back(Image::from_pixels(f.data, f.cols, f.rows, static_cast<int>(f.step), PixelFormat::kRGB8));
+    pixels.push_back(std::move(item.patches));
+    in.grids.push_back({item.grid.t, item.grid.h, item.grid.w});
+    out.time_steps.push_back(time_step);
+    return static_cast<int64_t>(item.frames.size());
   };
   // The visual items in the order of their placeholders: the i-th image id takes the i-th image,
   // the j-th video id the j-th video.
   size_t next_image = 0, next_video = 0;
   for (const int64_t id : in.token_ids) {
     if (id == in.image_token_id && next_image < images.size()) {
-      const cv::Mat rgb = rgb_of(images[next_image++], impl.image_limits);
-      const std::vector<cv::Mat> crops = family.crops_in_prompt(rgb, n_images);
-      for (const cv::Mat& crop : crops) add_crop(crop, family.normalize(crop));
+      const Image& image = images[next_image++];
+      const cv::Mat rgb = rgb_of(image, impl.image_limits);
+      int64_t crops = 1;
+      if (native) {
+        crops = add_native(family.native_image(rgb, range, "image " + image.name()), 1);
+      } else {
+        const std::vector<cv::Mat> cut = family.crops_in_prompt(rgb, n_images);
+        for (const cv::Mat& crop : cut) add_crop(crop, family.normalize(crop));
+        crops = static_cast<int64_t>(cut.size());
+      }
       in.media.push_back(MediaKind::kImage);
       in.image_sizes.push_back({rgb.rows, rgb.cols});
-      in.crops_per_image.push_back(static_cast<int64_t>(crops.size()));
+      in.crops_per_image.push_back(crops);
     } else if (in.video_token_id >= 0 && id == in.video_token_id && next_video < request.videos.size()) {
-      const std::vector<cv::Mat> frames = video_frames(request.videos[next_video++], impl.image_limits);
-      for (const cv::Mat& rgb : frames) {
-        const cv::Mat frame = family.video_frame(rgb);
-        add_crop(frame, family.normalize_frame(frame));
+      const Video& video = request.videos[next_video++];
+      const std::vector<cv::Mat> frames = video_frames(video, impl.image_limits);
+      if (native) {
+        add_native(family.native_video(frames, range, "video " + video.name()), native_time_step(manifest, video.sampled_fps()));
+      } else {
+        for (const cv::Mat& rgb : frames) {
+          const cv::Mat frame = family.video_frame(rgb);
+          add_crop(frame, family.normalize_frame(frame));
+        }
       }
       in.media.push_back(MediaKind::kVideo);
       in.image_sizes.push_back({frames.front().rows, frames.front().cols});
@@ -193,6 +167,14 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
                                         std::to_string(next_video) + " video placeholder(s) but " +
                                         std::to_string(images.size()) + " image(s) and " +
                                         std::to_string(request.videos.size()) + " video(s) were given");
+  }
+  if (native) {
+    const auto& n = manifest.image.native;
+    out.pixel_values = pixels.empty() ? torch::empty({0, 3 * n.temporal_patch_size * n.patch_size * n.patch_size}) : torch::cat(pixels, 0);
+    out.grid_thw = torch::empty({static_cast<int64_t>(in.grids.size()), 3}, torch::kLong);
+    for (size_t i = 0; i < in.grids.size(); ++i)
+      for (int64_t k = 0; k < 3; ++k) out.grid_thw[static_cast<int64_t>(i)][k] = in.grids[i][static_cast<size_t>(k)];
+    return out;
   }
   const int64_t s = manifest.image.size;
   out.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::stack(pixels);

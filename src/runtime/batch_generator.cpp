@@ -52,6 +52,8 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
   for (int64_t i = 0; i < b; ++i) next[i] = samplers[i].next(logits[i][-1]);
   const double prefill_ms = clock.elapsed_ms();
 
+  std::vector<int64_t> first_position;  // of each row's first generated token
+  for (const auto& s : sequences) first_position.push_back(s.next_position());
   std::vector<char> done(static_cast<size_t>(b), 0);
   std::vector<double> decode_ms;
   const auto zero_bias = torch::zeros({b, 1}, torch::kFloat);
@@ -72,7 +74,7 @@ std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequen
     // Finished rows keep stepping with their last token; their outputs are ignored.
     clock.restart();
     auto pos = torch::empty({b, 1}, torch::kLong);
-    for (int64_t i = 0; i < b; ++i) pos[i][0] = sequences[i].next_position() + step;
+    for (int64_t i = 0; i < b; ++i) pos[i][0] = first_position[static_cast<size_t>(i)] + step;
     const auto embed = decoder_.embed(torch::tensor(next, torch::kLong).unsqueeze(1));
     logits = decoder_.forward(embed, pos, zero_bias, cache, /*last_only=*/true, lar_);
     for (int64_t i = 0; i < b; ++i) {

@@ -91,3 +91,32 @@ TEST(Flops, MissingBundleIsABundleError) {
 
 }  // namespace
 }  // namespace era
+
+namespace era {
+namespace {
+
+// A native-resolution tower (Qwen2.5-VL) counted by hand: one 4 x 6 patch image, temporal patch 2,
+// 2 x 2 merge, windows of 2 x 2 merge units (a 16-patch and an 8-patch window), one of the two
+// layers attending to the whole image.
+TEST(Flops, NativeTowerByHand) {
+  bench::ModelDims m;
+  m.native = true;
+  m.patch_size = 14;
+  m.vision_hidden = 4;
+  m.vision_intermediate = 8;
+  m.vision_layers_run = 2;
+  m.vision_full_layers = 1;
+  m.merge = 2;
+  m.window_units = 2;
+  m.temporal_patch = 2;
+  m.hidden = 10;
+  const std::vector<std::array<int64_t, 3>> grids{{1, 4, 6}};
+  const double embed = 2.0 * 24 * (3 * 2 * 14 * 14) * 4;           // 24 patches
+  const double dense = 2 * (2.0 * 24 * (4 * 16 + 3 * 4 * 8));       // q/k/v/o + gated MLP, 2 layers
+  const double attention = 4.0 * 4 * (24 * 24 + (16 * 16 + 8 * 8));  // full layer + window layer
+  EXPECT_DOUBLE_EQ(bench::native_vision_flops(m, grids), embed + dense + attention);
+  EXPECT_DOUBLE_EQ(bench::native_projector_flops(m, grids), 2.0 * 6 * (16 * 16 + 16 * 10));  // 6 merged tokens
+}
+
+}  // namespace
+}  // namespace era

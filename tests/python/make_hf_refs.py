@@ -145,6 +145,19 @@ def build_onevision(case):
     return model, processor, tok
 
 
+def checked_greedy(gen, prompt_length, out):
+    """generate()'s answer tokens and each step's top-2 logit margin; refuses a short answer or a
+    near-tie (the comparison would be flaky)."""
+    greedy = gen.sequences[0, prompt_length:].tolist()
+    if len(greedy) != hf_cases.GREEDY_TOKENS:
+        raise SystemExit(f"make_hf_refs: {out}: generate gave {len(greedy)} tokens")
+    margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in gen.scores]
+    if min(margins) < MIN_MARGIN:
+        raise SystemExit(f"make_hf_refs: {out}: greedy step {int(np.argmin(margins))} is a near-tie "
+                         f"({min(margins):.2g}): the comparison would be flaky")
+    return greedy, margins
+
+
 def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_ID,
                pad_token_id=PAD_TOKEN_ID, video=None):
     """transformers' outputs for `prompt` with `image` (one PIL image, or a list for a
@@ -165,13 +178,7 @@ def references(model, processor, image, prompt, out, image_token_id=IMAGE_TOKEN_
         gen = model.generate(**inputs, max_new_tokens=hf_cases.GREEDY_TOKENS, do_sample=False,
                              eos_token_id=None, pad_token_id=pad_token_id,
                              output_scores=True, return_dict_in_generate=True)
-    greedy = gen.sequences[0, len(ids):].tolist()
-    if len(greedy) != hf_cases.GREEDY_TOKENS:
-        raise SystemExit(f"make_hf_refs: {out}: generate gave {len(greedy)} tokens")
-    margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in gen.scores]
-    if min(margins) < MIN_MARGIN:
-        raise SystemExit(f"make_hf_refs: {out}: greedy step {int(np.argmin(margins))} is a near-tie "
-                         f"({min(margins):.2g}): the comparison would be flaky")
+    greedy, margins = checked_greedy(gen, len(ids), out)
     save(out, "pixel_values.npy", pixels.float())
     save(out, "logits.npy", logits)
     extra = {}
@@ -317,13 +324,7 @@ def qwen_references(model, processor, prompt, out, images=None, video=None, fps=
                              eos_token_id=None, pad_token_id=processor.tokenizer.pad_token_id,
                              output_scores=True, return_dict_in_generate=True)
     ids = ids[0].tolist()
-    greedy = gen.sequences[0, len(ids):].tolist()
-    if len(greedy) != hf_cases.GREEDY_TOKENS:
-        raise SystemExit(f"make_hf_refs: {out}: generate gave {len(greedy)} tokens")
-    margins = [float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in gen.scores]
-    if min(margins) < MIN_MARGIN:
-        raise SystemExit(f"make_hf_refs: {out}: greedy step {int(np.argmin(margins))} is a near-tie "
-                         f"({min(margins):.2g}): the comparison would be flaky")
+    greedy, margins = checked_greedy(gen, len(ids), out)
     save(out, "pixel_values.npy", pixel_values.float())
     save(out, "logits.npy", logits)
     np.save(os.path.join(out, "position_ids.npy"), position_ids[:, 0].numpy().astype(np.int64))

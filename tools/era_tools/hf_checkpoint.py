@@ -1027,26 +1027,38 @@ def _with_weights(ckpt, folder, cfg, load_weights):
     if not load_weights:
         return ckpt
 
+    return attach_weights(ckpt, folder, cfg, split_state_dict, expected_shapes, checkpoint_name,
+                          lambda layouts: "transformers>=4.52" if layouts == {"transformers>=4.52"}
+                          else "llava-hf",
+                          "no LLaVA tensors found (expected names starting with 'language_model.' "
+                          "or 'model.language_model.')")
+
+
+def attach_weights(ckpt, folder, cfg, split, expected_shapes_of, name_of, pick_layout, none_found):
+    """Reads the folder's weights into ckpt's vision / projector / text dicts (canonical names),
+    checked against expected_shapes_of(cfg): the one loader of every family. `split` maps tensors
+    to (parts, origin, layouts, unknown), `name_of(part, canon, layout)` spells a missing tensor as
+    the checkpoint would, `pick_layout(layouts)` names the layout, `none_found` is the message when
+    no tensor of the family is there. Tied embeddings give lm_head the embedding matrix."""
     ckpt.weights_file = weights_files(folder) or ""
     tensors = load_weights_folder(folder)  # raises WeightsFileError naming the file
-    parts, origin, layouts, unknown = split_state_dict(tensors)
+    parts, origin, layouts, unknown = split(tensors)
     del tensors
+    where = os.path.join(folder, ckpt.weights_file)
     if not layouts:
-        raise CheckpointError(f"{os.path.join(folder, ckpt.weights_file)}: no LLaVA tensors found "
-                              f"(expected names starting with 'language_model.' or "
-                              f"'model.language_model.')")
+        raise CheckpointError(f"{where}: {none_found}")
     ckpt.layout = " + ".join(sorted(layouts))
-    layout = "transformers>=4.52" if layouts == {"transformers>=4.52"} else "llava-hf"
+    layout = pick_layout(layouts)
 
     if cfg.text.tie_word_embeddings and "lm_head.weight" not in parts["text"] \
             and "embed_tokens.weight" in parts["text"]:
         parts["text"]["lm_head.weight"] = parts["text"]["embed_tokens.weight"]
 
-    expected = expected_shapes(cfg)
+    expected = expected_shapes_of(cfg)
     missing, bad_shape, bad_dtype = [], [], []
     for part, shapes in expected.items():
         for canon, shape in shapes.items():
-            name = origin.get((part, canon), checkpoint_name(part, canon, layout))
+            name = origin.get((part, canon), name_of(part, canon, layout))
             t = parts[part].get(canon)
             if t is None:
                 missing.append(name)
@@ -1054,7 +1066,6 @@ def _with_weights(ckpt, folder, cfg, load_weights):
                 bad_shape.append(f"{name}: expected {shape}, got {list(t.shape)}")
             elif not t.is_floating_point():
                 bad_dtype.append(f"{name}: dtype {t.dtype} is not floating point")
-    where = os.path.join(folder, ckpt.weights_file)
     if missing:
         shown = ", ".join(missing[:8]) + (f" (and {len(missing) - 8} more)" if len(missing) > 8
                                           else "")

@@ -520,9 +520,11 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaMLP(nn.Module):
-    def __init__(self, cfg, device=None, dtype=None):
+    """The gated SiLU MLP (LLaMA / Qwen2 decoders: no biases; Qwen2.5-VL's vision blocks: biased)."""
+
+    def __init__(self, cfg, device=None, dtype=None, bias=False):
         super().__init__()
-        kw = {"device": device, "dtype": dtype, "bias": False}
+        kw = {"device": device, "dtype": dtype, "bias": bias}
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)

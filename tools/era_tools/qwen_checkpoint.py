@@ -309,18 +309,28 @@ def _common(pc, path, vision):
     return resample, [float(x) for x in mean], [float(x) for x in std]
 
 
-def load_qwen_image_processor(folder, vision):
-    """-> (Preprocessor, the manifest's "image" section)."""
-    pc, path = _processor_settings(folder, "preprocessor_config.json", "image_processor")
+def _read_processor(folder, vision, kind, file, classes, pixels):
+    """The saved image or video processor (`kind` "image" / "video") of a Qwen2.5-VL folder:
+    (settings, path, class name, resample, mean, std, min_pixels, max_pixels), its class one of
+    `classes`, its pixel range defaulting to `pixels`."""
+    pc, path = _processor_settings(folder, file, f"{kind}_processor")
     pc = pc or {}
-    ptype = pc.get("image_processor_type", "Qwen2VLImageProcessor")
-    if ptype not in IMAGE_PROCESSORS:
-        raise CheckpointError(f"{path}: image_processor_type {ptype!r} does not fit a Qwen2.5-VL "
-                              f"checkpoint ({', '.join(IMAGE_PROCESSORS)})")
+    ptype = pc.get(f"{kind}_processor_type", classes[0])
+    if ptype not in classes:
+        raise CheckpointError(f"{path}: {kind}_processor_type {ptype!r} does not fit a Qwen2.5-VL "
+                              f"checkpoint ({', '.join(classes)})")
     if pc.get("do_center_crop"):
         raise CheckpointError(f"{path}: do_center_crop true not supported (Qwen2-VL resizes)")
     resample, mean, std = _common(pc, path, vision)
-    lo, hi = _pixels(pc, path, IMAGE_MIN_PIXELS, IMAGE_MAX_PIXELS)
+    lo, hi = _pixels(pc, path, *pixels)
+    return pc, path, ptype, resample, mean, std, lo, hi
+
+
+def load_qwen_image_processor(folder, vision):
+    """-> (Preprocessor, the manifest's "image" section)."""
+    pc, _, ptype, resample, mean, std, lo, hi = _read_processor(
+        folder, vision, "image", "preprocessor_config.json", list(IMAGE_PROCESSORS),
+        (IMAGE_MIN_PIXELS, IMAGE_MAX_PIXELS))
     unit = vision.image_size  # 28: one merge unit
     image = {"aspect_ratio": "native", "size": unit, "shortest_edge": unit, "resample": resample,
              "mean": mean, "std": std, "pad_color": [0, 0, 0], "min_pixels": lo, "max_pixels": hi,
@@ -336,16 +346,9 @@ def load_qwen_video_processor(folder, vision):
     """-> the manifest's "video" section (Qwen2VLVideoProcessor: frames resized by torchvision,
     smart_resize with the video min / max pixels, frame count padded to a multiple of the
     temporal patch by repeating the last frame)."""
-    pc, path = _processor_settings(folder, "video_preprocessor_config.json", "video_processor")
-    pc = pc or {}
-    ptype = pc.get("video_processor_type", "Qwen2VLVideoProcessor")
-    if ptype not in VIDEO_PROCESSORS:
-        raise CheckpointError(f"{path}: video_processor_type {ptype!r} does not fit a Qwen2.5-VL "
-                              f"checkpoint (Qwen2VLVideoProcessor)")
-    if pc.get("do_center_crop"):
-        raise CheckpointError(f"{path}: do_center_crop true not supported (frames are resized)")
-    resample, mean, std = _common(pc, path, vision)
-    lo, hi = _pixels(pc, path, VIDEO_MIN_PIXELS, VIDEO_MAX_PIXELS)
+    pc, path, _, resample, mean, std, lo, hi = _read_processor(
+        folder, vision, "video", "video_preprocessor_config.json", list(VIDEO_PROCESSORS),
+        (VIDEO_MIN_PIXELS, VIDEO_MAX_PIXELS))
     fps = pc.get("fps")
     fps = VIDEO_FPS if fps is None else fps
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or fps <= 0:
@@ -454,55 +457,11 @@ def split_state_dict(tensors):
     return parts, origin, layouts, unknown
 
 
-def attach_weights(ckpt, folder, cfg):
-    from .safetensors_io import load_weights_folder, weights_files
-    ckpt.weights_file = weights_files(folder) or ""
-    tensors = load_weights_folder(folder)  # raises WeightsFileError naming the file
-    parts, origin, layouts, unknown = split_state_dict(tensors)
-    del tensors
-    where = os.path.join(folder, ckpt.weights_file)
-    if not layouts:
-        raise CheckpointError(f"{where}: no Qwen2.5-VL tensors found (expected names starting "
-                              f"with 'model.visual.' / 'model.language_model.' or 'visual.' / "
-                              f"'model.')")
-    ckpt.layout = " + ".join(sorted(layouts))
-    layout = "qwen" if layouts == {"qwen"} else "transformers>=5"
-    if cfg.text.tie_word_embeddings and "lm_head.weight" not in parts["text"] \
-            and "embed_tokens.weight" in parts["text"]:
-        parts["text"]["lm_head.weight"] = parts["text"]["embed_tokens.weight"]
-    expected = expected_shapes(cfg)
-    missing, bad_shape, bad_dtype = [], [], []
-    for part, shapes in expected.items():
-        for canon, shape in shapes.items():
-            name = origin.get((part, canon), checkpoint_name(part, canon, layout))
-            t = parts[part].get(canon)
-            if t is None:
-                missing.append(name)
-            elif list(t.shape) != shape:
-                bad_shape.append(f"{name}: expected {shape}, got {list(t.shape)}")
-            elif not t.is_floating_point():
-                bad_dtype.append(f"{name}: dtype {t.dtype} is not floating point")
-    if missing:
-        shown = ", ".join(missing[:8]) + (f" (and {len(missing) - 8} more)" if len(missing) > 8 else "")
-        raise CheckpointError(f"{where}: missing {len(missing)} tensor(s): {shown}")
-    if bad_shape:
-        raise CheckpointError(f"{where}: tensor shape does not match config.json: "
-                              + "; ".join(bad_shape[:8]))
-    if bad_dtype:
-        raise CheckpointError(f"{where}: " + "; ".join(bad_dtype[:8]))
-    for part, shapes in expected.items():
-        setattr(ckpt, part, {canon: parts[part][canon] for canon in shapes})
-        ckpt.ignored.extend(origin[(part, c)] for c in parts[part] if c not in shapes
-                            and (part, c) in origin)
-    ckpt.ignored.extend(unknown)
-    return ckpt
-
-
 def load_qwen_checkpoint(folder, load_weights=True):
     """A Qwen2.5-VL folder -> LlavaCheckpoint (arch "qwen2.5-vl"), tensors unless
     load_weights=False."""
-    from .hf_checkpoint import (_byte_level_checkpoint, load_added_tokens, load_chat_template,
-                                load_generation_eos)
+    from .hf_checkpoint import (_byte_level_checkpoint, attach_weights, load_added_tokens,
+                                load_chat_template, load_generation_eos)
     cfg = load_qwen_config(folder)
     pre, image = load_qwen_image_processor(folder, cfg.vision)
     ckpt = _byte_level_checkpoint(folder, cfg, pre)
@@ -523,7 +482,10 @@ def load_qwen_checkpoint(folder, load_weights=True):
                                   f"{want} in config.json")
     if not load_weights:
         return ckpt
-    return attach_weights(ckpt, folder, cfg)
+    return attach_weights(ckpt, folder, cfg, split_state_dict, expected_shapes, checkpoint_name,
+                          lambda layouts: "qwen" if layouts == {"qwen"} else "transformers>=5",
+                          "no Qwen2.5-VL tensors found (expected names starting with "
+                          "'model.visual.' / 'model.language_model.' or 'visual.' / 'model.')")
 
 
 def manifest_sections(ckpt, manifest):

@@ -36,7 +36,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .llava_model import RMSNorm, rotate_half
+from .llava_model import LlamaMLP, RMSNorm, rotate_half
 
 SALIENCY_CHUNK = 1024  # query rows per saliency matmul
 
@@ -56,19 +56,6 @@ class QwenPatchEmbed(nn.Module):
         x = patches.reshape(-1, self.in_channels, self.temporal_patch_size, self.patch_size,
                             self.patch_size)
         return self.proj(x.to(self.proj.weight.dtype)).reshape(-1, self.hidden_size)
-
-
-class QwenVisionMLP(nn.Module):
-    def __init__(self, cfg, device=None, dtype=None):
-        super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        C, I = cfg.hidden_size, cfg.intermediate_size
-        self.gate_proj = nn.Linear(C, I, bias=True, **kw)
-        self.up_proj = nn.Linear(C, I, bias=True, **kw)
-        self.down_proj = nn.Linear(I, C, bias=True, **kw)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def segment_saliency(q: torch.Tensor, k: torch.Tensor, scale: float,
@@ -141,7 +128,7 @@ class QwenVisionBlock(nn.Module):
         self.norm1 = RMSNorm(cfg.hidden_size, 1e-6, **kw)
         self.norm2 = RMSNorm(cfg.hidden_size, 1e-6, **kw)
         self.attn = QwenVisionAttention(cfg, **kw)
-        self.mlp = QwenVisionMLP(cfg, **kw)
+        self.mlp = LlamaMLP(cfg, bias=True, **kw)  # gated SiLU with biases
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cu: List[int],
                 need_saliency: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -54,12 +54,7 @@ Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.man
 
 std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                                           const std::optional<std::string>& system) const {
-  PromptTemplate tmpl = manifest_.prompt;
-  if (system) tmpl.system = *system;
-  if (!takes_video()) {
-    if (num_videos > 0) throw no_video();
-    tmpl.video_placeholder.clear();
-  }
+  const PromptTemplate tmpl = request_template(manifest_.prompt, system, num_videos);
   // Placeholders the user wrote stay where they are; those the template puts in front come as
   // "<image>\n", where Qwen's chat template writes the vision block with no newline after it.
   int written = count_placeholders(question, tmpl.image_placeholder);

@@ -103,7 +103,7 @@ CASES = {
     # (temporal patch 2); second_per_grid_ts = 2 / fps, temporal position step
     # tokens_per_second * int(second_per_grid_ts)
     "qwen_video": {"arch": "qwen2_5_vl", "seed": 23, "images": [],
-                   "videos": [(4, 320, 240, 2.0), (2, 200, 300, 1.0)]},
+                   "videos": [(4, 320, 240, 2.0), (3, 200, 300, 1.0)]},
 }
 
 QUESTION = "What is shown in this image?"
