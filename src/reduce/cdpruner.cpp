@@ -48,19 +48,26 @@ std::vector<int64_t> dpp_greedy_map(const torch::Tensor& L, int64_t k) {
   const torch::Tensor kernel = L.to(torch::kFloat);
   torch::Tensor gain = kernel.diagonal().clone();       // d_j^2: det(L_{S+j}) / det(L_S)
   torch::Tensor c = torch::zeros({k, n}, kernel.options());  // rows of the incremental Cholesky factor
+  // Past the kernel's numerical rank (tokens narrower than the budget, or many equal tokens, as a
+  // bfloat16 model gives) the remaining gains are float32 rounding noise. Dividing by them (the
+  // official code divides by ~0 and gets NaN) amplifies that noise step after step until it
+  // overflows, and a NaN gain makes argmax repeat a pick. Below this floor no update is made: the
+  // remaining picks go in order of their residual gain.
+  const double noise_floor = 1e-6 * std::max(gain.max().item<double>(), 0.0);
   for (int64_t i = 0; i < k; ++i) {
     const int64_t j = gain.argmax().item<int64_t>();
     picked.push_back(j);
-    torch::Tensor e = kernel[j].clone();
-    if (i > 0) {
-      const torch::Tensor prev = c.slice(0, 0, i);  // [i, N]
-      e -= torch::matmul(prev.select(1, j), prev);
+    const double gain_j = gain[j].item<double>();
+    if (gain_j > noise_floor) {
+      torch::Tensor e = kernel[j].clone();
+      if (i > 0) {
+        const torch::Tensor prev = c.slice(0, 0, i);  // [i, N]
+        e -= torch::matmul(prev.select(1, j), prev);
+      }
+      e /= std::sqrt(gain_j);
+      c[i] = e;
+      gain -= e * e;
     }
-    // A kernel of rank < k (tokens narrower than the budget) runs out of gain: clamping keeps the
-    // picks going in order of the remaining gain where the official code would produce NaN.
-    e /= std::sqrt(std::max(gain[j].item<double>(), 1e-12));
-    c[i] = e;
-    gain -= e * e;
     gain.index_put_({j}, -std::numeric_limits<double>::infinity());
   }
   std::sort(picked.begin(), picked.end());

@@ -83,7 +83,12 @@ void synchronize(const torch::Device& device) {
 }
 
 bool allocator_stats_available(const torch::Device& device) {
-  return device.is_cuda() && cuda_compiled() && cuda_device_count() > 0;
+  if (!device.is_cuda() || !cuda_compiled() || cuda_device_count() == 0) return false;
+  // The caching allocator is set up when LibTorch first initialises CUDA (its first CUDA tensor);
+  // asked before that (a tool's baseline before the model is loaded), LibTorch 2.x throws "Invalid
+  // device argument: did you call init?". A one-element tensor initialises it (and is freed).
+  static_cast<void>(torch::empty({1}, torch::TensorOptions().device(device)));
+  return true;
 }
 
 // (LibTorch 1.13 takes an int device, 2.x a c10::DeviceIndex; both name stat index 0 "aggregate".)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "era/error.h"
 #include "reduce/registry.h"
@@ -61,6 +62,24 @@ TEST(CdPruner, RankDeficientKernelStillGivesDistinctPicks) {
   // The first three (well-defined) picks are the brute-force ones.
   const auto first = dpp_greedy_map(cdpruner_kernel(p, torch::ones({12})), 3);
   EXPECT_EQ(first, brute_force_greedy(cdpruner_kernel(p, torch::ones({12})), 3));
+}
+
+TEST(CdPruner, ManyEqualTokensGiveDistinctPicksPastTheRank) {
+  // A bfloat16 projector can map many patches to the same token: 391 tokens, 3 distinct, budget 98
+  // (Qwen2.5-VL's sample-image count). Dividing by the noise-level gains once made argmax repeat
+  // picks (NaN gains); past the rank the picks must still be distinct, and the first three are
+  // one token of each of the distinct rows.
+  torch::manual_seed(5);
+  const torch::Tensor rows = torch::randn({3, 16});
+  const torch::Tensor p = rows.index_select(0, torch::arange(391) % 3);
+  const torch::Tensor r = cdpruner_normalise(torch::rand({391}), 0.0, 1.0);
+  const auto picked = dpp_greedy_map(cdpruner_kernel(p, r), 98);
+  ASSERT_EQ(picked.size(), 98u);
+  EXPECT_TRUE(std::is_sorted(picked.begin(), picked.end()));
+  EXPECT_EQ(std::adjacent_find(picked.begin(), picked.end()), picked.end());
+  std::set<int64_t> first_kinds;
+  for (int64_t j : dpp_greedy_map(cdpruner_kernel(p, r), 3)) first_kinds.insert(j % 3);
+  EXPECT_EQ(first_kinds.size(), 3u);
 }
 
 TEST(CdPruner, RelevanceAndNormalisation) {
