@@ -60,7 +60,7 @@ std::vector<Config> configurations(const BenchOptions& o) {
 Request make_request(const BenchOptions& o, const Config& c) {
   Request r;
   if (!o.image.empty()) r.images = {o.image};
-  if (!o.video.empty()) r.videos = {Video::from_path(o.video, o.frames)};
+  if (!o.video.empty()) r.videos = {Video::from_path(o.video, o.frames, o.video_fps)};
   r.prompt = o.prompt;
   r.max_new_tokens = o.max_new_tokens;
   r.temperature = 0.0f;

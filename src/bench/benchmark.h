@@ -27,6 +27,7 @@ struct BenchOptions {
   // (0: a file's 16, a folder's every frame).
   std::string video;
   int frames = 0;
+  double video_fps = 0;  // or sampled at this rate (Video::from_path)
   std::vector<std::string> methods{kUnreducedMethod, "era"};
   std::vector<int64_t> tokens{64};  // budgets for every method but "full"
   int warmup = 1, repeat = 3;

@@ -36,6 +36,7 @@ struct Flags {
   std::string questions, image_folder, answers, answers_dir, model_id;
   int64_t num_chunks = 1, chunk_idx = 0, batch_size = 1;
   int video_frames = 0;
+  double video_fps = 0;
   int64_t log_every = 100;
   // merge
   std::vector<std::string> merge_inputs;
@@ -88,6 +89,7 @@ era::eval::EvalConfig make_config(const Flags& f, const era::eval::PlannedRun& r
   config.questions = f.questions;
   config.image_folder = f.image_folder;
   config.video_frames = f.video_frames;
+  config.video_fps = f.video_fps;
   config.answers = run.answers;
   config.model_id = f.model_id;
   config.num_chunks = f.num_chunks;
@@ -221,10 +223,13 @@ int main(int argc, char** argv) {
   era::cli::add_model_flags(app, f.model);
   app.add_option("--questions,--question-file", f.questions, "question JSONL: question_id, image, text[, category] per line");
   app.add_option("--image-folder", f.image_folder, "folder the questions' image (and video) paths are relative to");
-  app.add_option("--frames", f.video_frames,
-                 "frames per question \"video\": sampled uniformly from a video file (default 16), or from a folder "
-                 "of frame images (default: all of them)")
-      ->check(CLI::Range(1, era::Video::kMaxFrames));
+  auto* frames = app.add_option("--frames", f.video_frames,
+                                "frames per question \"video\": sampled uniformly from a video file (default 16), or from a "
+                                "folder of frame images (default: all of them)")
+                     ->check(CLI::Range(1, era::Video::kMaxFrames));
+  app.add_option("--video-fps", f.video_fps, "sample each video file at this many frames per second of its time (transformers' fps sampling; Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the rate its frames were taken at; excludes --frames")
+      ->check(CLI::Range(0.001, 1000.0))
+      ->excludes(frames);
   app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists); one run only");
   app.add_option("--answers-dir", f.answers_dir,
                  "folder for one answers JSONL per (method, budget) run: <method>_<tokens>.jsonl, full.jsonl "

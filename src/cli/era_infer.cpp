@@ -29,6 +29,7 @@ struct Flags {
   std::vector<std::string> images;
   std::vector<std::string> videos;
   int frames = 16;
+  double video_fps = 0;
   bool frames_given = false;
   std::string prompt;
   bool stats = false, json = false, no_template = false, chat = false;
@@ -192,7 +193,7 @@ int run(const Flags& f) {
   era::Request req = era::cli::base_request(f.gen);
   req.prompt = f.prompt;
   req.images = f.images;
-  for (const auto& path : f.videos) req.videos.push_back(era::Video::from_path(path, f.frames_given ? f.frames : 0));
+  for (const auto& path : f.videos) req.videos.push_back(era::Video::from_path(path, f.frames_given ? f.frames : 0, f.video_fps));
   req.use_template = !f.no_template;
 
   if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
@@ -250,6 +251,9 @@ int main(int argc, char** argv) {
   auto* frames = app.add_option("--frames", f.frames,
                                 "frames sampled from each --video (default 16; a folder's frames are all used unless given)")
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
+  app.add_option("--video-fps", f.video_fps, "sample each video file at this many frames per second of its time (transformers' fps sampling; Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the rate its frames were taken at; excludes --frames")
+      ->check(CLI::Range(0.001, 1000.0))
+      ->excludes(frames);
   app.add_option("-p,--prompt", f.prompt,
                  "question; <image> / <video> mark where images / videos go (default: before the question). "
                  "Without -p: chat mode");

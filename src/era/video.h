@@ -31,6 +31,14 @@ class Video {
   // frameless file makes the request throw era::Error(kImage) naming the path.
   static Video from_file(const std::string& path, int frames = 16);
 
+  // A video file from which frames are sampled at `fps` (in (0, 1000]) frames per second of the
+  // video's own time, as transformers' video processors sample with `fps` (Qwen2.5-VL: the count
+  // n = duration x fps is clamped to [4, 768] and floored to a multiple of the temporal patch, 2;
+  // other families: floored; indices arange(0, total, total / n)). The sampled rate
+  // (n / total x the stream's rate) sets Qwen2.5-VL's temporal position step. A stream that
+  // states no frame rate makes the request throw era::Error(kImage) naming the path.
+  static Video from_file_at_fps(const std::string& path, double fps);
+
   // Frames given as images, in playback order (1..kMaxFrames of them, else kInvalidArgument).
   // `name` labels the video in messages and statistics.
   static Video from_frames(std::vector<Image> frames, const std::string& name = "<frames>");
@@ -44,19 +52,26 @@ class Video {
 
   // A path as tools take it: a folder -> from_folder(path, frames), else from_file(path, frames);
   // `frames` 0 means each one's default (a folder's every frame; 16 from a file).
-  static Video from_path(const std::string& path, int frames = 0);
+  // `fps` > 0: a file is sampled at that rate (from_file_at_fps; a frame count as well is
+  // kInvalidArgument, as in transformers), a folder's frames are taken as that rate's
+  // (with_sampled_fps).
+  static Video from_path(const std::string& path, int frames = 0, double fps = 0);
 
   enum class Source { kFile, kFrames };
   Source source() const;
   // The path (kFile) or the name given to from_frames.
   const std::string& name() const;
-  // kFile: the frames to sample; kFrames: the number of frames given.
+  // kFile: the frames to sample (0 when sampled per second); kFrames: the number of frames given.
   int frame_count() const;
+  // kFile sampled per second (from_file_at_fps): the rate asked for; else 0.
+  double sampling_fps() const;
   // kFrames: the frames; kFile: empty.
   const std::vector<Image>& frames() const;
   // Frames per second of the sampled frames, for models whose positions follow time (Qwen2.5-VL's
-  // M-RoPE: temporal position step = tokens_per_second x int(2 / fps)); 0 (the default): the
-  // bundle's video.fps. A copy with it set; throws kInvalidArgument outside (0, 1000].
+  // M-RoPE: temporal position step = tokens_per_second x int(2 / fps)); 0 (the default): a file's
+  // is measured when it is sampled (n / total x the stream's rate), given frames take the bundle's
+  // video.fps. A copy with it set (it wins over the measured one); throws kInvalidArgument outside
+  // (0, 1000].
   double sampled_fps() const;
   Video with_sampled_fps(double fps) const;
 

@@ -71,7 +71,7 @@ Request make_request(const EvalConfig& config, const Question& q) {
   r.prompt = q.text;
   if (!q.video.empty()) {
     r.prompt = "<video>\n" + r.prompt;
-    r.videos = {Video::from_path((fs::path(config.image_folder) / q.video).string(), config.video_frames)};
+    r.videos = {Video::from_path((fs::path(config.image_folder) / q.video).string(), config.video_frames, config.video_fps)};
   }
   if (!q.image.empty()) {
     r.prompt = "<image>\n" + r.prompt;

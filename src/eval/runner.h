@@ -50,6 +50,7 @@ struct EvalConfig {
   int64_t num_chunks = 1, chunk_idx = 0;
   int64_t batch_size = 1;
   int video_frames = 0;  // frames per question video (era::Video::from_path; 0 = its default)
+  double video_fps = 0;  // sampling rate per question video instead (era::Video::from_path)
   // Generation and reduction settings shared by every question; prompt, images, seed and on_text
   // are set per question.
   Request request;

@@ -22,13 +22,29 @@ cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
   throw Error(ErrorCode::kInvalidArgument, "unknown image source");
 }
 
-// A request's video as decoded RGB frames: sampled from its file, or its frames decoded as images.
-std::vector<cv::Mat> video_frames(const Video& video, const ImageLimits& limits) {
-  if (video.source() == Video::Source::kFile) return read_video_frames(video.name(), video.frame_count(), limits);
-  std::vector<cv::Mat> frames;
-  for (const Image& frame : video.frames()) frames.push_back(rgb_of(frame, limits));
-  if (frames.empty()) throw Error(ErrorCode::kImage, "video " + video.name() + ": has no frames");
-  return frames;
+// transformers' Qwen2VLVideoProcessor.min_frames / max_frames: the bounds of a per-second sampling.
+constexpr int64_t kNativeMinFrames = 4;
+constexpr int64_t kNativeMaxFrames = 768;
+
+// A request's video as decoded RGB frames: sampled from its file (by count, or per second with the
+// native families' rounding to whole temporal patches), or its frames decoded as images; with the
+// rate they were sampled at (set on the Video > measured from the file > 0, the bundle's default).
+VideoFrames video_frames(const Video& video, const Manifest& manifest, bool native, const ImageLimits& limits) {
+  VideoFrames v;
+  if (video.source() == Video::Source::kFile) {
+    FrameSampling sampling;
+    sampling.frames = video.frame_count();
+    sampling.fps = video.sampling_fps();
+    sampling.multiple = native ? manifest.video.native.temporal_patch_size : 1;
+    sampling.min_frames = native ? kNativeMinFrames : 1;
+    sampling.max_frames = native ? kNativeMaxFrames : Video::kMaxFrames;
+    v = sample_video_frames(video.name(), sampling, limits);
+  } else {
+    for (const Image& frame : video.frames()) v.frames.push_back(rgb_of(frame, limits));
+    if (v.frames.empty()) throw Error(ErrorCode::kImage, "video " + video.name() + ": has no frames");
+  }
+  if (video.sampled_fps() > 0) v.sampled_fps = video.sampled_fps();
+  return v;
 }
 
 }  // namespace
@@ -146,9 +162,10 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
       in.crops_per_image.push_back(crops);
     } else if (in.video_token_id >= 0 && id == in.video_token_id && next_video < request.videos.size()) {
       const Video& video = request.videos[next_video++];
-      const std::vector<cv::Mat> frames = video_frames(video, impl.image_limits);
+      const VideoFrames sampled = video_frames(video, manifest, native, impl.image_limits);
+      const std::vector<cv::Mat>& frames = sampled.frames;
       if (native) {
-        add_native(family.native_video(frames, range, "video " + video.name()), native_time_step(manifest, video.sampled_fps()));
+        add_native(family.native_video(frames, range, "video " + video.name()), native_time_step(manifest, sampled.sampled_fps));
       } else {
         for (const cv::Mat& rgb : frames) {
           const cv::Mat frame = family.video_frame(rgb);

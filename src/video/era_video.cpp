@@ -17,11 +17,18 @@ struct Video::Data {
   int frame_count = 0;
   std::vector<Image> frames;
   double sampled_fps = 0;
+  double sampling_fps = 0;
 };
 
 Video::Video(std::shared_ptr<const Data> data) : data_(std::move(data)) {}
 
 namespace {
+void check_fps(double fps, const std::string& name, const char* what) {
+  if (!(fps > 0 && fps <= 1000)) {
+    throw Error(ErrorCode::kInvalidArgument, "video " + name + ": " + what + " " + std::to_string(fps) + " is not in (0, 1000]");
+  }
+}
+
 void check_frame_count(int n, const std::string& name, const char* what) {
   if (n < 1 || n > Video::kMaxFrames) {
     throw Error(ErrorCode::kInvalidArgument, "video " + name + ": " + what + " " + std::to_string(n) +
@@ -36,6 +43,15 @@ Video Video::from_file(const std::string& path, int frames) {
   d->source = Source::kFile;
   d->name = path;
   d->frame_count = frames;
+  return Video(std::move(d));
+}
+
+Video Video::from_file_at_fps(const std::string& path, double fps) {
+  check_fps(fps, path, "sampling fps");
+  auto d = std::make_shared<Data>();
+  d->source = Source::kFile;
+  d->name = path;
+  d->sampling_fps = fps;
   return Video(std::move(d));
 }
 
@@ -77,9 +93,18 @@ Video Video::from_folder(const std::string& dir, int frames) {
   return from_frames(std::move(images), dir);
 }
 
-Video Video::from_path(const std::string& path, int frames) {
+Video Video::from_path(const std::string& path, int frames, double fps) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return from_folder(path, frames);
+  if (std::filesystem::is_directory(path, ec)) {
+    Video folder = from_folder(path, frames);
+    return fps != 0 ? folder.with_sampled_fps(fps) : folder;
+  }
+  if (fps != 0) {
+    if (frames != 0) {
+      throw Error(ErrorCode::kInvalidArgument, "video " + path + ": a frame count and a sampling fps exclude each other (give one)");
+    }
+    return from_file_at_fps(path, fps);
+  }
   return from_file(path, frames == 0 ? 16 : frames);
 }
 
@@ -88,11 +113,10 @@ const std::string& Video::name() const { return data_->name; }
 int Video::frame_count() const { return data_->frame_count; }
 const std::vector<Image>& Video::frames() const { return data_->frames; }
 double Video::sampled_fps() const { return data_->sampled_fps; }
+double Video::sampling_fps() const { return data_->sampling_fps; }
 
 Video Video::with_sampled_fps(double fps) const {
-  if (!(fps > 0 && fps <= 1000)) {
-    throw Error(ErrorCode::kInvalidArgument, "video " + name() + ": sampled fps " + std::to_string(fps) + " is not in (0, 1000]");
-  }
+  check_fps(fps, name(), "sampled fps");
   auto d = std::make_shared<Data>(*data_);
   d->sampled_fps = fps;
   return Video(std::move(d));

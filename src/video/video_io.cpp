@@ -5,6 +5,7 @@
 #include <opencv2/videoio/registry.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -82,17 +83,58 @@ std::vector<int64_t> uniform_frame_indices(int64_t total, int64_t frames) {
   return out;
 }
 
-std::vector<cv::Mat> read_video_frames(const std::string& path, int frames, const ImageLimits& limits) {
-  std::vector<cv::Mat> out;
+std::vector<int64_t> fps_frame_indices(int64_t total, double video_fps, double fps, int64_t multiple, int64_t min_frames,
+                                       int64_t max_frames) {
+  std::vector<int64_t> out;
+  if (total <= 0 || !(video_fps > 0) || !(fps > 0) || multiple < 1) return out;
+  const double cap = static_cast<double>(std::min(max_frames, total) / multiple * multiple);
+  double n = static_cast<double>(total) / video_fps * fps;
+  n = std::min({std::max(n, static_cast<double>(min_frames)), cap, static_cast<double>(total)});
+  const auto count = static_cast<int64_t>(std::floor(n / static_cast<double>(multiple))) * multiple;
+  if (count <= 0) return out;
+  // torch.arange(0, total, total / n): start + i x step in double, stored as float32, then .int()
+  // truncates. Exactly n of them (arange's own length can round up to n + 1, one past the end).
+  const double step = static_cast<double>(total) / static_cast<double>(count);
+  for (int64_t i = 0; i < count; ++i) out.push_back(static_cast<int64_t>(static_cast<float>(static_cast<double>(i) * step)));
+  return out;
+}
+
+VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sampling, const ImageLimits& limits) {
+  const auto pick = [&](int64_t total, double video_fps) {
+    if (!(sampling.fps > 0)) return uniform_frame_indices(total, sampling.frames);
+    if (!(video_fps > 0)) fail(path, "states no frame rate, so frames cannot be sampled per second (give a frame count instead)");
+    std::vector<int64_t> indices =
+        fps_frame_indices(total, video_fps, sampling.fps, sampling.multiple, sampling.min_frames, sampling.max_frames);
+    if (indices.empty()) {
+      fail(path, "has " + std::to_string(total) + " frame(s), fewer than the " + std::to_string(sampling.multiple) +
+                     " one sampled step needs");
+    }
+    return indices;
+  };
+  const auto sampled_fps = [&](const VideoFrames& v, int64_t total, double video_fps) {
+    return video_fps > 0 ? static_cast<double>(v.frames.size()) / static_cast<double>(total) * video_fps : 0.0;
+  };
+  VideoFrames out;
   cv::VideoCapture capture = open_video(path);
+  const double video_fps = capture.get(cv::CAP_PROP_FPS);
   int64_t total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
-  if (total > 0 && decode_at(capture, path, uniform_frame_indices(total, frames), limits, out)) return out;
+  if (total > 0 && decode_at(capture, path, pick(total, video_fps), limits, out.frames)) {
+    out.sampled_fps = sampled_fps(out, total, video_fps);
+    return out;
+  }
   // no count in the header, or an overstated one: count by decoding, then sample what is there
   total = count_frames(path);
   if (total <= 0) fail(path, "has no frames");
   cv::VideoCapture again = open_video(path);
-  if (!decode_at(again, path, uniform_frame_indices(total, frames), limits, out)) fail(path, "frames vanished while reading");
+  if (!decode_at(again, path, pick(total, video_fps), limits, out.frames)) fail(path, "frames vanished while reading");
+  out.sampled_fps = sampled_fps(out, total, video_fps);
   return out;
+}
+
+std::vector<cv::Mat> read_video_frames(const std::string& path, int frames, const ImageLimits& limits) {
+  FrameSampling sampling;
+  sampling.frames = frames;
+  return sample_video_frames(path, sampling, limits).frames;
 }
 
 }  // namespace era

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/videoio.hpp>
 
 #include "test_support.h"
 
@@ -48,6 +50,31 @@ TEST(QwenTools, EraInferPositionsFlag) {
                                    "/tests/data/sample.png -p x -n 1 --positions sideways");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("positions"), std::string::npos) << r.err;
+}
+
+// --video-fps samples a file per second of its time (transformers' rule, whole temporal patches):
+// a 20-frame clip at 10 fps gives 8 frames at 4 fps and 4 at 2 fps, so twice the tokens.
+TEST(QwenTools, EraInferVideoFpsSamplesPerSecond) {
+  const std::string clip = test::scratch_dir("qwen_video_fps") + "/clip.avi";
+  {
+    cv::VideoWriter writer(clip, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10.0, cv::Size(64, 48));
+    if (!writer.isOpened()) GTEST_SKIP() << "this OpenCV cannot write MJPEG AVI";
+    for (int k = 0; k < 20; ++k) writer.write(cv::Mat(48, 64, CV_8UC3, cv::Scalar(10 * k, 5 * k, 255 - 10 * k)));
+  }
+  const auto tokens = [&](const std::string& args) {
+    const auto r = test::run_command(test::era_infer_path() + " -m " + qwen_bundle() + " --video " + clip +
+                                     " -p '<video> What happens?' -n 1 --json " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out)["stats"]["visual_tokens"].get<int64_t>() : -1;
+  };
+  const int64_t at4 = tokens("--video-fps 4"), at2 = tokens("--video-fps 2");
+  EXPECT_GT(at2, 0);
+  EXPECT_EQ(at4, 2 * at2);
+  EXPECT_EQ(tokens("--frames 4"), at2);
+  const auto both = test::run_command(test::era_infer_path() + " -m " + qwen_bundle() + " --video " + clip +
+                                      " -p x -n 1 --frames 4 --video-fps 2");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
 }
 
 TEST(QwenTools, EraEvalImageAndVideoQuestions) {

@@ -6,6 +6,7 @@
 #include <opencv2/videoio.hpp>
 
 #include <filesystem>
+#include <numeric>
 
 #include "era/error.h"
 #include "era/video.h"
@@ -62,6 +63,85 @@ TEST(VideoIo, ReadsTheSampledFramesInOrderAsRgb) {
   EXPECT_EQ(frame_number(many[0]), 0);
   EXPECT_EQ(frame_number(many[1]), 0);
   EXPECT_EQ(frame_number(many.back()), 19);
+}
+
+// transformers 5.17's Qwen2VLVideoProcessor.sample_frames(VideoMetadata(total, video_fps), fps=...)
+// and VideoMetadata.sampled_fps, printed by it (temporal patch 2, min 4, max 768 frames).
+TEST(VideoIo, FpsIndicesAreTransformersQwenSampleFrames) {
+  struct Case {
+    int64_t total;
+    double video_fps, fps;
+    std::vector<int64_t> indices;
+  };
+  const std::vector<Case> cases = {
+      {30, 10, 2, {0, 5, 10, 15, 20, 25}},
+      {100, 30, 2.2, {0, 16, 33, 50, 66, 83}},
+      {7, 24, 2, {0, 1, 3, 5}},  // below min_frames: 4
+      {1000, 30, 0.5, {0, 62, 125, 187, 250, 312, 375, 437, 500, 562, 625, 687, 750, 812, 875, 937}},
+      {50, 30, 1.5, {0, 12, 25, 37}},
+      {333, 29.97, 3, {0,   10,  20,  31,  41,  52,  62,  72,  83,  93,  104, 114, 124, 135, 145, 156,
+                       166, 176, 187, 197, 208, 218, 228, 239, 249, 260, 270, 280, 291, 301, 312, 322}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(fps_frame_indices(c.total, c.video_fps, c.fps, 2, 4, 768), c.indices) << c.total << " " << c.fps;
+  }
+  // capped at 768 frames: transformers gives 768 indices summing to 1150128, the last 2996
+  const auto capped = fps_frame_indices(3000, 30, 10, 2, 4, 768);
+  ASSERT_EQ(capped.size(), 768u);
+  EXPECT_EQ(std::accumulate(capped.begin(), capped.end(), int64_t{0}), 1150128);
+  EXPECT_EQ(capped.back(), 2996);
+  // transformers' arange makes 233 indices here, the last one (1001) past the video's end: era
+  // keeps the 232 the count asks for
+  const auto exact = fps_frame_indices(1001, 30, 7, 2, 4, 768);
+  ASSERT_EQ(exact.size(), 232u);
+  EXPECT_EQ(exact.back(), 996);
+  // other families (multiple 1, no minimum): transformers' base rule, int(total / video_fps x fps)
+  EXPECT_EQ(fps_frame_indices(20, 10, 1.5, 1, 1, 1024), (std::vector<int64_t>{0, 6, 13}));
+  EXPECT_TRUE(fps_frame_indices(1, 10, 2, 2, 4, 768).empty());  // shorter than one temporal patch
+  EXPECT_TRUE(fps_frame_indices(20, 0, 2, 2, 4, 768).empty());   // no frame rate
+}
+
+TEST(VideoIo, SamplesPerSecondOfTheVideosTime) {
+  const std::string path = write_counting_video(test::scratch_dir("video_io_fps"), 20);  // 20 frames at 10 fps
+  if (path.empty()) GTEST_SKIP() << "this OpenCV cannot write MJPEG AVI";
+  FrameSampling sampling;
+  sampling.fps = 4;  // 2 s x 4 = 8 frames, arange(0, 20, 2.5)
+  sampling.multiple = 2;
+  sampling.min_frames = 4;
+  sampling.max_frames = 768;
+  const VideoFrames v = sample_video_frames(path, sampling);
+  std::vector<int> seen;
+  for (const auto& f : v.frames) seen.push_back(frame_number(f));
+  EXPECT_EQ(seen, (std::vector<int>{0, 2, 5, 7, 10, 12, 15, 17}));
+  EXPECT_DOUBLE_EQ(v.sampled_fps, 4.0);  // 8 / 20 x 10
+  // by count, the rate is measured as well (the Qwen2.5-VL time step follows it)
+  FrameSampling count;
+  count.frames = 5;
+  EXPECT_DOUBLE_EQ(sample_video_frames(path, count).sampled_fps, 2.5);
+}
+
+TEST(VideoIo, FpsAndFrameCountExcludeEachOther) {
+  const std::string dir = test::scratch_dir("video_io_fps_args");
+  const std::string path = write_counting_video(dir, 20);
+  if (path.empty()) GTEST_SKIP() << "this OpenCV cannot write MJPEG AVI";
+  try {
+    Video::from_path(path, 4, 2.0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("exclude each other"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Video::from_file_at_fps(path, 0), Error);
+  EXPECT_THROW(Video::from_file_at_fps(path, 2000), Error);
+  const Video file = Video::from_path(path, 0, 2.0);
+  EXPECT_EQ(file.source(), Video::Source::kFile);
+  EXPECT_DOUBLE_EQ(file.sampling_fps(), 2.0);
+  EXPECT_EQ(file.frame_count(), 0);
+  // a folder's frames are taken as that rate's
+  cv::imwrite(dir + "/frame_0.png", cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(0)));
+  const Video folder = Video::from_path(dir, 0, 3.0);
+  EXPECT_EQ(folder.source(), Video::Source::kFrames);
+  EXPECT_DOUBLE_EQ(folder.sampled_fps(), 3.0);
 }
 
 void expect_video_error(const std::function<void()>& f, const std::string& needle) {
