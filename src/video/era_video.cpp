@@ -48,9 +48,8 @@ Video Video::from_file(const std::string& path, int frames) {
 
 Video Video::from_file_at_fps(const std::string& path, double fps) {
   check_fps(fps, path, "sampling fps");
-  auto d = std::make_shared<Data>();
-  d->source = Source::kFile;
-  d->name = path;
+  auto d = std::make_shared<Data>(*from_file(path, 1).data_);  // a file, sampled per second instead
+  d->frame_count = 0;
   d->sampling_fps = fps;
   return Video(std::move(d));
 }
