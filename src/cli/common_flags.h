@@ -91,6 +91,17 @@ inline std::string methods_help(const std::string& lead) {
   return text;
 }
 
+// --video-fps, the same in every tool that takes videos; it excludes the tool's own --frames.
+inline CLI::Option* add_video_fps_flag(CLI::App& app, double& fps, CLI::Option* frames) {
+  return app
+      .add_option("--video-fps", fps,
+                  "sample each video file at this many frames per second of its time (transformers' fps sampling; "
+                  "Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the "
+                  "rate its frames were taken at; excludes --frames")
+      ->check(CLI::Range(0.001, 1000.0))
+      ->excludes(frames);
+}
+
 inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("-n,--max-new-tokens", f.max_new_tokens, "maximum answer length in tokens (below the model's context)")
       ->check(CLI::Range(int64_t{0}, kMaxNewTokens))

@@ -26,9 +26,7 @@ int main(int argc, char** argv) {
   image->excludes(video);
   auto* frames = app.add_option("--frames", o.frames, "frames sampled from --video (default: a file's 16, a folder's every frame)")
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
-  app.add_option("--video-fps", o.video_fps, "sample each video file at this many frames per second of its time (transformers' fps sampling; Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the rate its frames were taken at; excludes --frames")
-      ->check(CLI::Range(0.001, 1000.0))
-      ->excludes(frames);
+  era::cli::add_video_fps_flag(app, o.video_fps, frames);
   app.add_option("-p,--prompt", o.prompt, "question")->capture_default_str();
   app.add_option("--methods", o.methods, era::cli::methods_help("reduction methods, comma-separated:"))
       ->delimiter(',')

@@ -227,9 +227,7 @@ int main(int argc, char** argv) {
                                 "frames per question \"video\": sampled uniformly from a video file (default 16), or from a "
                                 "folder of frame images (default: all of them)")
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
-  app.add_option("--video-fps", f.video_fps, "sample each video file at this many frames per second of its time (transformers' fps sampling; Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the rate its frames were taken at; excludes --frames")
-      ->check(CLI::Range(0.001, 1000.0))
-      ->excludes(frames);
+  era::cli::add_video_fps_flag(app, f.video_fps, frames);
   app.add_option("--answers,--answers-file", f.answers, "answers JSONL to write (resumed if it exists); one run only");
   app.add_option("--answers-dir", f.answers_dir,
                  "folder for one answers JSONL per (method, budget) run: <method>_<tokens>.jsonl, full.jsonl "

@@ -251,9 +251,7 @@ int main(int argc, char** argv) {
   auto* frames = app.add_option("--frames", f.frames,
                                 "frames sampled from each --video (default 16; a folder's frames are all used unless given)")
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
-  app.add_option("--video-fps", f.video_fps, "sample each video file at this many frames per second of its time (transformers' fps sampling; Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the rate its frames were taken at; excludes --frames")
-      ->check(CLI::Range(0.001, 1000.0))
-      ->excludes(frames);
+  era::cli::add_video_fps_flag(app, f.video_fps, frames);
   app.add_option("-p,--prompt", f.prompt,
                  "question; <image> / <video> mark where images / videos go (default: before the question). "
                  "Without -p: chat mode");

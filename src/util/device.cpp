@@ -3,6 +3,8 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <mutex>
+
 #include "era/error.h"
 
 // CMake defines ERA_WITH_CUDA when the LibTorch it found was built with CUDA (target c10_cuda).
@@ -84,10 +86,12 @@ void synchronize(const torch::Device& device) {
 
 bool allocator_stats_available(const torch::Device& device) {
   if (!device.is_cuda() || !cuda_compiled() || cuda_device_count() == 0) return false;
-  // The caching allocator is set up when LibTorch first initialises CUDA (its first CUDA tensor);
-  // asked before that (a tool's baseline before the model is loaded), LibTorch 2.x throws "Invalid
-  // device argument: did you call init?". A one-element tensor initialises it (and is freed).
-  static_cast<void>(torch::empty({1}, torch::TensorOptions().device(device)));
+  // The caching allocator is set up, for every device at once, when LibTorch first initialises
+  // CUDA (its first CUDA tensor); asked before that (a tool's baseline before the model is
+  // loaded), LibTorch 2.x throws "Invalid device argument: did you call init?". A one-element
+  // tensor, once per process, initialises it (and is freed).
+  static std::once_flag initialised;
+  std::call_once(initialised, [&] { static_cast<void>(torch::empty({1}, torch::TensorOptions().device(device))); });
   return true;
 }
 

@@ -89,7 +89,7 @@ std::vector<int64_t> fps_frame_indices(int64_t total, double video_fps, double f
   if (total <= 0 || !(video_fps > 0) || !(fps > 0) || multiple < 1) return out;
   const double cap = static_cast<double>(std::min(max_frames, total) / multiple * multiple);
   double n = static_cast<double>(total) / video_fps * fps;
-  n = std::min({std::max(n, static_cast<double>(min_frames)), cap, static_cast<double>(total)});
+  n = std::min(std::max(n, static_cast<double>(min_frames)), cap);  // cap <= total
   const auto count = static_cast<int64_t>(std::floor(n / static_cast<double>(multiple))) * multiple;
   if (count <= 0) return out;
   // torch.arange(0, total, total / n): start + i x step in double, stored as float32, then .int()
@@ -111,23 +111,19 @@ VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sa
     }
     return indices;
   };
-  const auto sampled_fps = [&](const VideoFrames& v, int64_t total, double video_fps) {
-    return video_fps > 0 ? static_cast<double>(v.frames.size()) / static_cast<double>(total) * video_fps : 0.0;
-  };
   VideoFrames out;
   cv::VideoCapture capture = open_video(path);
   const double video_fps = capture.get(cv::CAP_PROP_FPS);
   int64_t total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
-  if (total > 0 && decode_at(capture, path, pick(total, video_fps), limits, out.frames)) {
-    out.sampled_fps = sampled_fps(out, total, video_fps);
-    return out;
+  if (!(total > 0 && decode_at(capture, path, pick(total, video_fps), limits, out.frames))) {
+    // no count in the header, or an overstated one: count by decoding, then sample what is there
+    total = count_frames(path);
+    if (total <= 0) fail(path, "has no frames");
+    cv::VideoCapture again = open_video(path);
+    if (!decode_at(again, path, pick(total, video_fps), limits, out.frames)) fail(path, "frames vanished while reading");
   }
-  // no count in the header, or an overstated one: count by decoding, then sample what is there
-  total = count_frames(path);
-  if (total <= 0) fail(path, "has no frames");
-  cv::VideoCapture again = open_video(path);
-  if (!decode_at(again, path, pick(total, video_fps), limits, out.frames)) fail(path, "frames vanished while reading");
-  out.sampled_fps = sampled_fps(out, total, video_fps);
+  // transformers' VideoMetadata.sampled_fps
+  if (video_fps > 0) out.sampled_fps = static_cast<double>(out.frames.size()) / static_cast<double>(total) * video_fps;
   return out;
 }
 
