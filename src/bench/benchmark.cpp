@@ -108,6 +108,11 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   row.peak_bytes = memory.peak();
   row.peak_over_baseline_bytes = std::max<int64_t>(0, row.peak_bytes - baseline);
   for (auto& [name, v] : samples) row.ms[name] = Spread::of(v);
+  if (o.profile_ops > 0) {  // a run of its own: the profiler's overhead stays out of the timings
+    OpProfiler profiler;
+    session.generate(request);
+    row.profile = profiler.stop();
+  }
   row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early, in.grids);
   return row;
 }
@@ -263,6 +268,14 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                                {"decode_per_token", pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0}};
       row["python"] = py;
     }
+    if (!r.profile.ops.empty()) {
+      nlohmann::json ops = nlohmann::json::array(), stages = nlohmann::json::array();
+      for (const auto& s : r.profile.stages) stages.push_back({{"stage", s.stage}, {"calls", s.calls}, {"ms", s.ms}});
+      for (const auto& op : r.profile.ops) {
+        ops.push_back({{"stage", op.stage}, {"op", op.op}, {"calls", op.calls}, {"self_ms", op.self_ms}});
+      }
+      row["op_profile"] = {{"stages", stages}, {"ops", ops}};
+    }
     rows.push_back(row);
   }
   j["rows"] = rows;
@@ -358,6 +371,11 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       out << line;
     }
     out << "(ratio < 1: C++ faster; n/a: " << kNotComparable << ")\n";
+  }
+  for (const auto& r : report.rows) {
+    if (r.profile.ops.empty()) continue;
+    out << "\n" << r.label() << ": one profiled request, operators by self time (LibTorch profiler, calling thread)\n"
+        << format_op_profile(r.profile, o.profile_ops);
   }
   return out.str();
 }

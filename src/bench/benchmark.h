@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/flops.h"
+#include "bench/op_profile.h"
 #include <torch/script.h>
 
 #include "era/era.h"
@@ -35,6 +36,9 @@ struct BenchOptions {
   SessionOptions session;
   ReductionRequest reduction;  // ERA / baseline parameters shared by all configurations
   std::string scope = "crop";
+  // > 0: after the timed requests, one more per configuration under LibTorch's profiler; the
+  // tables show each stage's `profile_ops` costliest operators (bench/op_profile.h).
+  int profile_ops = 0;
 };
 
 // Order statistics of one timed quantity over the repeats.
@@ -54,6 +58,7 @@ struct ConfigResult {
   int64_t peak_over_baseline_bytes = 0;  // minus what was resident before them (model + runtime)
   // What one timed request handed the decoder, for the Python reference (era_bench --dump-inputs).
   std::vector<ImageReduction> reductions;
+  OpProfile profile;  // BenchOptions::profile_ops > 0
   std::string label() const;  // "full", "era@64"
 };
 

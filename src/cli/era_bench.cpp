@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/benchmark.h"
+#include "bench/machine_limits.h"
 #include "bench/python_reference.h"
 #include "cli/common_flags.h"
 #include "cli/entry.h"
@@ -44,11 +45,23 @@ int main(int argc, char** argv) {
   app.add_option("--era-config", reduction.era_config, "ERA options file (see configs/era.json)");
   app.add_option("--era-set", reduction.era_set, "set one ERA option, key=value; repeatable");
   app.add_option("--method-set", reduction.method_set, "set one competing-method option, key=value; repeatable");
+  app.add_option("--profile-ops", o.profile_ops,
+                 "after the timed requests, profile one more per configuration and show each stage's N costliest "
+                 "operators (self time, LibTorch's profiler)")
+      ->check(CLI::Range(0, 1000));
+  bool machine = false;
+  app.add_flag("--machine", machine,
+               "measure this machine's limits (GEMM rate per dtype, memory bandwidth) with LibTorch's kernels at "
+               "--threads, print them and exit (no model needed)");
   app.add_option("--json", json_path, "also write the report as JSON to this file ('-' = stdout instead of the tables)");
   app.add_option("--dump-inputs", dump_dir, "write the pixels, prompt ids and kept tokens for the Python reference here");
   app.add_option("--python-reference", py_script, "run this script (tools/bench_python_reference.py) on the same inputs");
   app.add_option("--python", interpreter, "Python interpreter for --python-reference")->capture_default_str();
   return era::cli::run_tool("era_bench", app, argc, argv, [&] {
+    if (machine) {
+      std::cout << era::bench::format_machine(era::bench::measure_machine(model.threads)) << std::flush;
+      return 0;
+    }
     if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");
     if (!o.video.empty() && (!dump_dir.empty() || !py_script.empty())) {
       throw era::Error(era::ErrorCode::kInvalidArgument, "--dump-inputs / --python-reference compare image requests only, not --video");

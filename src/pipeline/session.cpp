@@ -22,6 +22,7 @@
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
 #include "util/device.h"
+#include "util/stage_scope.h"
 #include "util/stopwatch.h"
 
 namespace era {
@@ -42,16 +43,25 @@ std::string strip(const std::string& s) {
 PromptSequence stage_request(SessionState& impl, const Request& request, Result& result) {
   auto& st = result.stats;
   Stopwatch clock;
-  const PreparedRequest prepared = prepare_request(impl, request);
+  const PreparedRequest prepared = [&] {
+    ERA_STAGE_SCOPE("era::preprocess");
+    return prepare_request(impl, request);
+  }();
   st.preprocess_ms = clock.lap_ms();
   ReducedImages images;
   if (prepared.has_pixels()) {
     // A GPU runs the stages asynchronously: wait for each before reading the clock, or its time
     // would be billed to the next stage (which waits for it).
-    const VisionOutput vision = encode_vision(impl, prepared);
+    const VisionOutput vision = [&] {
+      ERA_STAGE_SCOPE("era::vision");
+      return encode_vision(impl, prepared);
+    }();
     device::synchronize(impl.bundle.device);
     st.vision_ms = clock.lap_ms();
-    images = reduce_images(impl, vision, prepared, request);
+    {
+      ERA_STAGE_SCOPE("era::reduce");
+      images = reduce_images(impl, vision, prepared, request);
+    }
     device::synchronize(impl.bundle.device);
     st.reduce_ms = clock.lap_ms();
   }

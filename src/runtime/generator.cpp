@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "util/stage_scope.h"
 #include "util/stopwatch.h"
 
 namespace era {
@@ -31,15 +32,19 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
 
   Stopwatch clock;
   torch::Tensor logits;
-  if (pruning_ != nullptr) {
-    PrunedPrefill pruned = prefill_pruned(decoder_, sequence, *pruning_, cache, lar_);
-    logits = pruned.logits;
-    out.kept_in_span = std::move(pruned.kept_in_span);
-    out.pruned_visual_tokens = pruned.visual_tokens;
-  } else {
-    logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true, lar_);
+  int64_t next = 0;
+  {
+    ERA_STAGE_SCOPE("era::prefill");
+    if (pruning_ != nullptr) {
+      PrunedPrefill pruned = prefill_pruned(decoder_, sequence, *pruning_, cache, lar_);
+      logits = pruned.logits;
+      out.kept_in_span = std::move(pruned.kept_in_span);
+      out.pruned_visual_tokens = pruned.visual_tokens;
+    } else {
+      logits = decoder_.forward(sequence.embeds, sequence.positions, sequence.key_log_bias, cache, /*last_only=*/true, lar_);
+    }
+    next = sampler.next(logits[0][-1]);
   }
-  int64_t next = sampler.next(logits[0][-1]);
   out.prefill_ms = clock.elapsed_ms();
 
   size_t emitted = 0;  // bytes of decoded text already streamed
@@ -67,6 +72,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
     if (static_cast<int64_t>(out.tokens.size()) >= limits.max_new_tokens) break;
 
     clock.restart();
+    ERA_STAGE_SCOPE("era::decode");
     const auto embed = decoder_.embed(torch::full({1, 1}, next, torch::kLong));
     if (pruning_ != nullptr) {  // the original RoPE position, even though layers >= K hold fewer slots
       logits = decode_pruned(decoder_, embed, position, pruning_->pruner->layer(), cache, lar_);

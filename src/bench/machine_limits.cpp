@@ -1,0 +1,85 @@
+#include "bench/machine_limits.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+namespace era::bench {
+namespace {
+
+// Best wall time of `f` in seconds, over repeated runs lasting about `budget` seconds (one
+// untimed run first: page faults, kernel selection).
+template <typename F>
+double best_seconds(F&& f, double budget) {
+  using clock = std::chrono::steady_clock;
+  f();
+  double best = 1e30;
+  const auto start = clock::now();
+  int runs = 0;
+  while (runs < 3 || std::chrono::duration<double>(clock::now() - start).count() < budget) {
+    const auto t0 = clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
+    if (++runs >= 1000) break;
+  }
+  return best;
+}
+
+const char* dtype_name(torch::ScalarType t) { return t == torch::kFloat ? "float32" : t == torch::kBFloat16 ? "bfloat16" : "float16"; }
+
+}  // namespace
+
+MachineLimits measure_machine(int threads, double seconds) {
+  torch::NoGradGuard no_grad;
+  if (threads > 0) at::set_num_threads(threads);
+  MachineLimits m;
+  m.threads = at::get_num_threads();
+  const double slice = seconds / 8.0;
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const auto opt = torch::TensorOptions().dtype(dtype);
+    // prefill-like: 512 tokens through a 4096 -> 4096 projection (LLaMA-7B's attention width)
+    const int64_t M = 512, K = 4096, N = 4096;
+    const torch::Tensor x = torch::randn({M, K}, opt), w = torch::randn({N, K}, opt);
+    const double t = best_seconds([&] { (void)torch::linear(x, w); }, slice);
+    m.gemm.push_back({dtype_name(dtype), M, K, N, 2.0 * M * K * N / t / 1e9});
+    // decode-like: one token through LLaMA-7B's MLP up-projection
+    const int64_t K1 = 4096, N1 = 11008;
+    const torch::Tensor x1 = torch::randn({1, K1}, opt), w1 = torch::randn({N1, K1}, opt);
+    const double t1 = best_seconds([&] { (void)torch::linear(x1, w1); }, slice);
+    m.gemv.push_back({dtype_name(dtype), 1, K1, N1, 2.0 * K1 * N1 / t1 / 1e9});
+    m.gemv_gbs.push_back(static_cast<double>(w1.numel() * w1.element_size()) / t1 / 1e9);
+  }
+  const int64_t bytes = int64_t{1} << 30;  // 1 GiB: far beyond any cache
+  const torch::Tensor big = torch::ones({bytes / 4}, torch::kFloat);
+  m.read_gbs = static_cast<double>(bytes) / best_seconds([&] { (void)big.sum(); }, slice) / 1e9;
+  const torch::Tensor src = torch::ones({bytes / 8}, torch::kFloat), dst = torch::empty_like(src);
+  m.copy_gbs = static_cast<double>(bytes) / best_seconds([&] { dst.copy_(src); }, slice) / 1e9;
+  return m;
+}
+
+std::string format_machine(const MachineLimits& m) {
+  std::ostringstream os;
+  char line[256];
+  os << "machine limits (LibTorch kernels, " << m.threads << " threads, best of repeated runs)\n";
+  for (const auto& g : m.gemm) {
+    std::snprintf(line, sizeof line, "  GEMM %-8s %lldx%lldx%lld (torch::linear)   %8.1f GFLOP/s\n", g.dtype.c_str(),
+                  static_cast<long long>(g.m), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops);
+    os << line;
+  }
+  for (size_t i = 0; i < m.gemv.size(); ++i) {
+    const auto& g = m.gemv[i];
+    std::snprintf(line, sizeof line, "  GEMV %-8s 1x%lldx%lld                  %8.1f GFLOP/s  %6.1f GB/s of weights\n",
+                  g.dtype.c_str(), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops, m.gemv_gbs[i]);
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "  memory read (sum of 1 GiB)                 %8.1f GB/s\n", m.read_gbs);
+  os << line;
+  std::snprintf(line, sizeof line, "  memory copy (512 MiB, read + written)      %8.1f GB/s\n", m.copy_gbs);
+  os << line;
+  return os.str();
+}
+
+}  // namespace era::bench

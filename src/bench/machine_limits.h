@@ -1,0 +1,34 @@
+#pragma once
+// Internal (era_bench --machine): the two limits a CPU run is measured against, taken on this
+// machine with LibTorch's own kernels at the configured thread count:
+// - the GEMM peak per dtype: torch::linear (the decoder's and the tower's matmul) on a prefill-like
+//   shape, best of repeated runs;
+// - the memory bandwidth: a read (sum of a tensor far larger than the caches), a copy, and the
+//   decode-like matrix-vector product (one token through a 4096 x 11008 weight), whose bytes per
+//   second are what a decode step can reach.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace era::bench {
+
+struct GemmRate {
+  std::string dtype;
+  int64_t m = 0, k = 0, n = 0;
+  double gflops = 0;  // best run
+};
+
+struct MachineLimits {
+  int threads = 0;
+  std::vector<GemmRate> gemm;        // prefill-like products per dtype
+  std::vector<GemmRate> gemv;        // one-row products per dtype (gflops), see gemv_gbs
+  std::vector<double> gemv_gbs;      // their weight bytes per second
+  double read_gbs = 0, copy_gbs = 0;  // copy counts bytes read + written
+};
+
+// About `seconds` of measurement in all, on `threads` intra-op threads (0: LibTorch's default).
+MachineLimits measure_machine(int threads, double seconds = 8.0);
+
+std::string format_machine(const MachineLimits& m);
+
+}  // namespace era::bench
