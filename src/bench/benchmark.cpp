@@ -11,6 +11,8 @@
 
 #include "bench/memory.h"
 #include "era/debug.h"
+#include "model/cpu_matmul.h"
+#include "pipeline/session_internals.h"
 #include "reduce/registry.h"
 #include "report/result_json.h"
 #include "util/npy.h"
@@ -186,6 +188,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.resident_after_open = memory.current();
   report.model = session.info();
   report.threads = at::get_num_threads();
+  report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
   report.input = std::move(prepared);
@@ -216,6 +219,7 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["device"] = report.model.device;
   j["dtype"] = report.model.dtype;
   j["threads"] = report.threads;
+  j["cpu_matmul"] = {{"mode", o.session.cpu_matmul}, {"float32_from_rows", report.cpu_upcast_min_rows}};
   j["warmup"] = o.warmup;
   j["repeat"] = o.repeat;
   j["max_new_tokens"] = o.max_new_tokens;
@@ -288,7 +292,9 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   const auto& d = report.dims;
   std::ostringstream out;
   out << "era_bench: " << report.model.name << " (" << report.model.arch << ", " << report.model.dtype << ", "
-      << report.model.device << ", " << report.threads << " threads) | vision " << d.vision_hidden << " x "
+      << report.model.device << ", " << report.threads << " threads"
+      << (report.cpu_upcast_min_rows > 0 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows" : "")
+      << ") | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";
   out << (o.video.empty() ? "image " + o.image

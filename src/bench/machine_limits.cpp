@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "util/cpu_threads.h"
+
 namespace era::bench {
 namespace {
 
@@ -34,10 +36,9 @@ const char* dtype_name(torch::ScalarType t) { return t == torch::kFloat ? "float
 
 MachineLimits measure_machine(int threads, double seconds) {
   torch::NoGradGuard no_grad;
-  if (threads > 0) at::set_num_threads(threads);
   MachineLimits m;
-  m.threads = at::get_num_threads();
-  const double slice = seconds / 8.0;
+  m.threads = configure_cpu_threads(threads);  // the thread count a Session would use
+  const double slice = seconds / 9.0;
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     const auto opt = torch::TensorOptions().dtype(dtype);
     // prefill-like: 512 tokens through a 4096 -> 4096 projection (LLaMA-7B's attention width)
@@ -45,6 +46,10 @@ MachineLimits measure_machine(int threads, double seconds) {
     const torch::Tensor x = torch::randn({M, K}, opt), w = torch::randn({N, K}, opt);
     const double t = best_seconds([&] { (void)torch::linear(x, w); }, slice);
     m.gemm.push_back({dtype_name(dtype), M, K, N, 2.0 * M * K * N / t / 1e9});
+    if (dtype == torch::kBFloat16) {  // what --cpu-matmul float32 runs: both operands widened per call
+      const double tw = best_seconds([&] { (void)torch::linear(x.to(torch::kFloat), w.to(torch::kFloat)).to(dtype); }, slice);
+      m.gemm.push_back({"bf16>f32", M, K, N, 2.0 * M * K * N / tw / 1e9});
+    }
     // decode-like: one token through LLaMA-7B's MLP up-projection
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}, opt), w1 = torch::randn({N1, K1}, opt);

@@ -26,7 +26,9 @@ struct MachineLimits {
   double read_gbs = 0, copy_gbs = 0;  // copy counts bytes read + written
 };
 
-// About `seconds` of measurement in all, on `threads` intra-op threads (0: LibTorch's default).
+// About `seconds` of measurement in all, on `threads` intra-op threads (0: what a Session uses,
+// util/cpu_threads.h). The GEMM rows include bf16 widened to float32 per call ("bf16>f32", the
+// --cpu-matmul float32 path, widening included).
 MachineLimits measure_machine(int threads, double seconds = 8.0);
 
 std::string format_machine(const MachineLimits& m);

@@ -18,6 +18,7 @@ struct ModelFlags {
   std::string device = "cpu";
   std::string dtype;
   int threads = 0;
+  std::string cpu_matmul = "auto";
   int64_t max_image_pixels = 8192LL * 8192;
 };
 
@@ -69,8 +70,13 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
   app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
-  app.add_option("--threads", f.threads, "CPU threads (0 = LibTorch default)")
+  app.add_option("--threads", f.threads, "CPU threads (0 = one per usable CPU, or OMP_NUM_THREADS)")
       ->check(CLI::Range(0, kMaxThreads))
+      ->capture_default_str();
+  app.add_option("--cpu-matmul", f.cpu_matmul,
+                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 where "
+                 "the CPU has no bf16/fp16 arithmetic; 'float32' = always; 'native' = never")
+      ->check(CLI::IsMember({"auto", "float32", "native"}))
       ->capture_default_str();
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")
       ->check(CLI::Range(int64_t{1}, kMaxImagePixels))
@@ -140,6 +146,7 @@ inline SessionOptions session_options(const ModelFlags& f) {
   so.device = f.device;
   so.dtype = f.dtype;
   so.num_threads = f.threads;
+  so.cpu_matmul = f.cpu_matmul;
   so.max_image_pixels = f.max_image_pixels;
   return so;
 }

@@ -53,13 +53,17 @@ int main(int argc, char** argv) {
   app.add_flag("--machine", machine,
                "measure this machine's limits (GEMM rate per dtype, memory bandwidth) with LibTorch's kernels at "
                "--threads, print them and exit (no model needed)");
+  double machine_seconds = 8.0;
+  app.add_option("--machine-seconds", machine_seconds, "how long --machine measures in all")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
   app.add_option("--json", json_path, "also write the report as JSON to this file ('-' = stdout instead of the tables)");
   app.add_option("--dump-inputs", dump_dir, "write the pixels, prompt ids and kept tokens for the Python reference here");
   app.add_option("--python-reference", py_script, "run this script (tools/bench_python_reference.py) on the same inputs");
   app.add_option("--python", interpreter, "Python interpreter for --python-reference")->capture_default_str();
   return era::cli::run_tool("era_bench", app, argc, argv, [&] {
     if (machine) {
-      std::cout << era::bench::format_machine(era::bench::measure_machine(model.threads)) << std::flush;
+      std::cout << era::bench::format_machine(era::bench::measure_machine(model.threads, machine_seconds)) << std::flush;
       return 0;
     }
     if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");

@@ -11,6 +11,7 @@
 #include "era/debug.h"
 #include "era/era.h"
 #include "family/model_family.h"
+#include "model/cpu_matmul.h"
 #include "pipeline/attention_report.h"
 #include "pipeline/error_boundary.h"
 #include "pipeline/preparation.h"
@@ -21,6 +22,7 @@
 #include "runtime/generator.h"
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
+#include "util/cpu_threads.h"
 #include "util/device.h"
 #include "util/stage_scope.h"
 #include "util/stopwatch.h"
@@ -104,10 +106,8 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
-  // LibTorch starts one OS thread per intra-op thread: 100000 would take minutes to start.
-  if (options.num_threads < 0 || options.num_threads > 1024)
-    throw Error(ErrorCode::kInvalidArgument, "num_threads " + std::to_string(options.num_threads) + " is not between 0 and 1024");
-  if (options.num_threads > 0) at::set_num_threads(options.num_threads);
+  configure_cpu_threads(options.num_threads);
+  const CpuMatmul cpu_matmul = parse_cpu_matmul(options.cpu_matmul);
   const auto device = device::resolve(options.device);
   std::optional<torch::ScalarType> dtype;
   if (!options.dtype.empty()) dtype = parse_dtype(options.dtype);
@@ -116,6 +116,7 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->options = options;
   impl->image_limits.max_pixels = options.max_image_pixels;
   impl->bundle = load_bundle(bundle_dir, device, dtype);
+  apply_cpu_matmul(impl->bundle, cpu_matmul);
   impl->family = make_model_family(impl->bundle);
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);

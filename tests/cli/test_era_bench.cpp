@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "model/manifest.h"
@@ -133,6 +134,65 @@ TEST(EraBenchCli, BadBudgetIsRefused) {
   const auto r = bench("--methods era --tokens 0 --repeat 1 -n 1");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
+}
+
+TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
+  const auto r = test::run_command(test::era_bench_path() + " --machine --machine-seconds 1 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
+  for (const char* row : {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
+                          "memory read", "memory copy"}) {
+    const auto at = r.out.find(row);
+    ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
+    const auto line = r.out.substr(at, r.out.find('\n', at) - at);
+    const auto unit = line.find(line.find("GEMM") == 0 || line.find("GEMV") == 0 ? "GFLOP/s" : "GB/s");
+    ASSERT_NE(unit, std::string::npos) << line;
+    const auto number = line.find_last_of(' ', unit - 2);
+    EXPECT_GT(std::stod(line.substr(number + 1, unit - number - 1)), 0.0) << line;
+  }
+}
+
+TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
+  const auto dir = test::scratch_dir("era_bench_profile");
+  const auto r = bench("--methods era --tokens 16 --warmup 0 --repeat 1 -n 3 --profile-ops 4 --json " + dir + "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  const auto& profile = row_of(j, "era@16")["op_profile"];
+  std::set<std::string> stages, op_stages;
+  for (const auto& s : profile["stages"]) {
+    stages.insert(s["stage"].get<std::string>());
+    EXPECT_GT(s["ms"].get<double>(), 0.0) << s.dump();
+  }
+  for (const char* stage : {"preprocess", "vision", "reduce", "prefill", "decode"}) EXPECT_TRUE(stages.count(stage)) << stage;
+  for (const auto& s : profile["stages"]) {
+    if (s["stage"] == "decode") EXPECT_EQ(s["calls"], 2) << s.dump();  // 3 tokens: 2 steps fed back
+  }
+  bool matmul_in_prefill = false;
+  for (const auto& op : profile["ops"]) {
+    EXPECT_GE(op["self_ms"].get<double>(), 0.0);
+    EXPECT_GT(op["calls"].get<int64_t>(), 0);
+    if (op["stage"] == "prefill" && (op["op"] == "aten::addmm" || op["op"] == "aten::mm" || op["op"] == "aten::linear"))
+      matmul_in_prefill = true;
+  }
+  EXPECT_TRUE(matmul_in_prefill) << profile.dump();
+  EXPECT_NE(r.out.find("prefill"), std::string::npos);
+}
+
+TEST(EraBenchCli, ReportsWhereBfloat16MatmulsRunInFloat32) {
+  for (const std::string mode : {"float32", "native"}) {
+    const auto r = bench("--dtype bfloat16 --cpu-matmul " + mode + " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["cpu_matmul"]["mode"], mode);
+    if (mode == "float32") {
+      EXPECT_GT(j["cpu_matmul"]["float32_from_rows"].get<int64_t>(), 1);
+    } else {
+      EXPECT_EQ(j["cpu_matmul"]["float32_from_rows"], 0);
+    }
+  }
+  const auto bad = bench("--cpu-matmul fast --methods era --tokens 16 --repeat 1 -n 1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--cpu-matmul"), std::string::npos) << bad.err;
 }
 
 }  // namespace

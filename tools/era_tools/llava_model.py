@@ -59,6 +59,47 @@ def resolve_attention(mode):
 
 
 # ================================================================================================
+# float32 compute on CPUs without bfloat16 / float16 arithmetic
+#
+# Without AVX512-BF16 / AMX, LibTorch's CPU GEMM in bfloat16 runs several times below its float32
+# rate (measured on an AVX2 EPYC: 21 vs 134 GFLOP/s), so a compute-bound matmul (many rows:
+# the vision tower, prefill) is faster with its operands widened to float32 per call, weights
+# included, while a one-row decode step stays memory-bound and reads the narrow weights as they
+# are. The result is cast back to the model dtype, as the reduced-precision kernel rounds its
+# float32 accumulator once at the output, so the numerics stay those of the bf16 model. The
+# runtime sets `cpu_upcast_min_rows` (0 = off, the exported value) on every module that has it.
+
+def cpu_upcast(x: torch.Tensor, rows: int, min_rows: int) -> bool:
+    """True where a matmul with `rows` rows over x should run in float32 (see above)."""
+    return min_rows > 0 and rows >= min_rows and x.dtype != torch.float32 and x.device.type == "cpu"
+
+
+def matmul_f32(a: torch.Tensor, b: torch.Tensor, upcast: bool) -> torch.Tensor:
+    """a @ b in a's dtype; with upcast, computed in float32 and rounded once to a's dtype."""
+    if upcast:
+        return torch.matmul(a.float(), b.float()).to(a.dtype)
+    return torch.matmul(a, b)
+
+
+class Linear(nn.Linear):
+    """nn.Linear (same parameters, same state-dict keys) that widens compute-bound calls to
+    float32 on CPUs where the runtime asks for it (cpu_upcast_min_rows > 0)."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.cpu_upcast_min_rows = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // max(x.shape[-1], 1)
+        if cpu_upcast(x, rows, self.cpu_upcast_min_rows):
+            b = self.bias
+            if b is not None:
+                b = b.float()
+            return F.linear(x.float(), self.weight.float(), b).to(x.dtype)
+        return F.linear(x, self.weight, self.bias)
+
+
+# ================================================================================================
 # vision tower (CLIP ViT)
 
 def quick_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -90,10 +131,11 @@ class CLIPAttention(nn.Module):
         self.num_heads = cfg.num_heads
         self.head_dim = C // cfg.num_heads
         self.scale = self.head_dim ** -0.5
-        self.q_proj = nn.Linear(C, C, **kw)
-        self.k_proj = nn.Linear(C, C, **kw)
-        self.v_proj = nn.Linear(C, C, **kw)
-        self.out_proj = nn.Linear(C, C, **kw)
+        self.q_proj = Linear(C, C, **kw)
+        self.k_proj = Linear(C, C, **kw)
+        self.v_proj = Linear(C, C, **kw)
+        self.out_proj = Linear(C, C, **kw)
+        self.cpu_upcast_min_rows = 0  # see Linear
         # SigLIP (siglip_tower.py) has no CLS token: token 0 is a patch like the others
         self.has_cls = bool(getattr(cfg, "has_cls", True))
 
@@ -108,9 +150,10 @@ class CLIPAttention(nn.Module):
         q = self.q_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
-        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        up = cpu_upcast(x, N, self.cpu_upcast_min_rows)
+        scores = matmul_f32(q, k.transpose(-1, -2), up) * self.scale
         probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
-        out = torch.matmul(probs, v).transpose(1, 2).reshape(B, N, C)
+        out = matmul_f32(probs, v, up).transpose(1, 2).reshape(B, N, C)
         if need_saliency and not self.has_cls:
             full = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.scale  # [B,H,N,N]
             cls_logits = torch.zeros(B, self.num_heads, 0, device=x.device)
@@ -141,8 +184,8 @@ class CLIPMLP(nn.Module):
     def __init__(self, cfg, device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        self.fc1 = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
-        self.fc2 = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+        self.fc1 = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.fc2 = Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
         # CLIP: quick_gelu; SigLIP: gelu_pytorch_tanh (the tanh approximation)
         self.tanh_gelu = getattr(cfg, "hidden_act", "quick_gelu") == "gelu_pytorch_tanh"
 
@@ -245,8 +288,8 @@ class Projector(nn.Module):
         # hidden_features: the width between the two layers (Qwen2.5-VL's merger MLP: 4C -> 4C ->
         # D); default out_features (LLaVA: C -> D -> D)
         hidden = out_features if hidden_features is None else hidden_features
-        self.linear_1 = nn.Linear(in_features, hidden, bias=bias, **kw)
-        self.linear_2 = nn.Linear(hidden, out_features, bias=bias, **kw)
+        self.linear_1 = Linear(in_features, hidden, bias=bias, **kw)
+        self.linear_2 = Linear(hidden, out_features, bias=bias, **kw)
         if image_newline:
             self.image_newline = nn.Parameter(torch.zeros(out_features, **kw), requires_grad=False)
 
@@ -350,24 +393,27 @@ class MathAttention(nn.Module):
     def __init__(self, scale: float):
         super().__init__()
         self.scale = scale
+        self.cpu_upcast_min_rows = 0  # see Linear
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 causal_offset: int) -> torch.Tensor:
         tq, tk = q.shape[2], k.shape[2]
-        scores = (torch.matmul(q, k.transpose(-1, -2)) * self.scale).float()
+        up = cpu_upcast(q, tq, self.cpu_upcast_min_rows)
+        scores = (matmul_f32(q, k.transpose(-1, -2), up) * self.scale).float()
         if tq > 1 or causal_offset + tq < tk:  # a single last query sees every key: no mask
             scores = scores.masked_fill(hidden_keys(tq, tk, causal_offset, q.device),
                                         float("-inf"))
-        return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
+        return matmul_f32(torch.softmax(scores, dim=-1).to(v.dtype), v, up)
 
     def forward_bias(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      key_bias: torch.Tensor, causal_offset: int) -> torch.Tensor:
         """LAR's additive-mask path: softmax(Q K^T * scale + (causal + key_bias)) V, plain
         width-d q/k/v, key_bias [B,Tk] float32 added in float32 after the scale."""
         tq, tk = q.shape[2], k.shape[2]
-        scores = (torch.matmul(q, k.transpose(-1, -2)) * self.scale).float()
+        up = cpu_upcast(q, tq, self.cpu_upcast_min_rows)
+        scores = (matmul_f32(q, k.transpose(-1, -2), up) * self.scale).float()
         scores = scores + additive_mask(key_bias, tq, tk, causal_offset)
-        return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
+        return matmul_f32(torch.softmax(scores, dim=-1).to(v.dtype), v, up)
 
 
 class SdpaAttention(nn.Module):
@@ -378,9 +424,16 @@ class SdpaAttention(nn.Module):
     def __init__(self, scale: float):
         super().__init__()
         self.scale = scale
+        self.cpu_upcast_min_rows = 0  # see Linear
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 causal_offset: int) -> torch.Tensor:
+        if cpu_upcast(q, q.shape[2], self.cpu_upcast_min_rows):
+            return self.attend(q.float(), k.float(), v.float(), causal_offset).to(q.dtype)
+        return self.attend(q, k, v, causal_offset)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               causal_offset: int) -> torch.Tensor:
         tq, tk = q.shape[2], k.shape[2]
         if tq == 1 and causal_offset + 1 >= tk:
             return F.scaled_dot_product_attention(q, k, v, scale=self.scale)
@@ -394,8 +447,11 @@ class SdpaAttention(nn.Module):
         """The additive-mask path: the float mask (causal + key_bias, in the query dtype, as
         SDPA wants it) as attn_mask. Flash attention does not take a float mask; the
         memory-efficient and math backends do."""
-        mask = additive_mask(key_bias, q.shape[2], k.shape[2], causal_offset).to(q.dtype)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        mask = additive_mask(key_bias, q.shape[2], k.shape[2], causal_offset)
+        if cpu_upcast(q, q.shape[2], self.cpu_upcast_min_rows):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask,
+                                                  scale=self.scale).to(q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=self.scale)
 
 
 def make_attention_core(mode, scale):
@@ -440,10 +496,10 @@ class LlamaAttention(nn.Module):
         kw = {"device": device, "dtype": dtype}
         D, H, Hkv, hd = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv_bias = bool(getattr(cfg, "qkv_bias", False))  # Qwen2: biased q/k/v, unbiased o
-        self.q_proj = nn.Linear(D, H * hd, bias=qkv_bias, **kw)
-        self.k_proj = nn.Linear(D, Hkv * hd, bias=qkv_bias, **kw)
-        self.v_proj = nn.Linear(D, Hkv * hd, bias=qkv_bias, **kw)
-        self.o_proj = nn.Linear(H * hd, D, bias=False, **kw)
+        self.q_proj = Linear(D, H * hd, bias=qkv_bias, **kw)
+        self.k_proj = Linear(D, Hkv * hd, bias=qkv_bias, **kw)
+        self.v_proj = Linear(D, Hkv * hd, bias=qkv_bias, **kw)
+        self.o_proj = Linear(H * hd, D, bias=False, **kw)
         self.num_heads, self.num_kv_heads, self.head_dim = H, Hkv, hd
         self.n_rep = H // Hkv
         self.cache_head_dim = cfg.cache_head_dim
@@ -525,9 +581,9 @@ class LlamaMLP(nn.Module):
     def __init__(self, cfg, device=None, dtype=None, bias=False):
         super().__init__()
         kw = {"device": device, "dtype": dtype, "bias": bias}
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
+        self.gate_proj = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.up_proj = Linear(cfg.hidden_size, cfg.intermediate_size, **kw)
+        self.down_proj = Linear(cfg.intermediate_size, cfg.hidden_size, **kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -581,7 +637,7 @@ class LlamaDecoder(nn.Module):
             LlamaDecoderLayer(cfg, make_attention_core(attention, scale), **kw)
             for _ in range(cfg.num_layers)])
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, **kw)
-        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, **kw)
+        self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False, **kw)
         self.core = make_attention_core(attention, scale)
 
     @torch.jit.export

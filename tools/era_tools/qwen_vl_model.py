@@ -36,7 +36,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .llava_model import LlamaMLP, RMSNorm, rotate_half
+from .llava_model import Linear, LlamaMLP, RMSNorm, cpu_upcast, matmul_f32, rotate_half
 
 SALIENCY_CHUNK = 1024  # query rows per saliency matmul
 
@@ -84,9 +84,10 @@ class QwenVisionAttention(nn.Module):
         self.num_heads = cfg.num_heads
         self.head_dim = C // cfg.num_heads
         self.scale = self.head_dim ** -0.5
-        self.qkv = nn.Linear(C, 3 * C, bias=True, **kw)
-        self.proj = nn.Linear(C, C, bias=True, **kw)
+        self.qkv = Linear(C, 3 * C, bias=True, **kw)
+        self.proj = Linear(C, C, bias=True, **kw)
         self.saliency_chunk = SALIENCY_CHUNK
+        self.cpu_upcast_min_rows = 0  # see llava_model.Linear
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cu: List[int],
                 need_saliency: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -107,9 +108,10 @@ class QwenVisionAttention(nn.Module):
         for i in range(len(cu) - 1):
             a, n = cu[i], cu[i + 1] - cu[i]
             qs, ks, vs = q.narrow(1, a, n), k.narrow(1, a, n), v.narrow(1, a, n)
-            scores = torch.matmul(qs, ks.transpose(-1, -2)) * self.scale
+            up = cpu_upcast(qs, n, self.cpu_upcast_min_rows)
+            scores = matmul_f32(qs, ks.transpose(-1, -2), up) * self.scale
             p = torch.softmax(scores, dim=-1, dtype=torch.float32).to(vs.dtype)
-            outs.append(torch.matmul(p, vs))
+            outs.append(matmul_f32(p, vs, up))
             if need_saliency:
                 ml, mp = segment_saliency(qs, ks, self.scale, self.saliency_chunk)
                 logits.append(ml)

@@ -1,0 +1,83 @@
+#include "model/cpu_matmul.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include "era/error.h"
+#include "model/bundle.h"
+
+namespace era {
+
+namespace {
+
+// From this many rows a GEMM is compute-bound enough that widening the weight per call (read 2
+// bytes, write 4 per element) costs less than the slow reduced-precision kernel saves: on the
+// README's machine a 4096x4096 bf16 linear at 8 rows already runs faster widened.
+constexpr int64_t kUpcastMinRows = 8;
+
+const std::unordered_set<std::string>& cpu_flags() {
+  static const std::unordered_set<std::string> flags = [] {
+    std::unordered_set<std::string> out;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::istringstream words(line.substr(colon + 1));
+      for (std::string w; words >> w;) out.insert(w);
+      break;  // every core lists the same flags
+    }
+    return out;
+  }();
+  return flags;
+}
+
+}  // namespace
+
+CpuMatmul parse_cpu_matmul(const std::string& name) {
+  if (name == "auto") return CpuMatmul::kAuto;
+  if (name == "float32") return CpuMatmul::kFloat32;
+  if (name == "native") return CpuMatmul::kNative;
+  throw Error(ErrorCode::kInvalidArgument, "cpu_matmul '" + name + "' is not one of auto, float32, native");
+}
+
+std::string cpu_matmul_name(CpuMatmul mode) {
+  switch (mode) {
+    case CpuMatmul::kAuto: return "auto";
+    case CpuMatmul::kFloat32: return "float32";
+    case CpuMatmul::kNative: return "native";
+  }
+  return "auto";
+}
+
+bool cpu_has_flag(const std::string& flag) { return cpu_flags().count(flag) > 0; }
+
+bool cpu_has_native_arithmetic(torch::ScalarType dtype) {
+  if (dtype == torch::kBFloat16) return cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
+  if (dtype == torch::kHalf) return cpu_has_flag("avx512_fp16") || cpu_has_flag("amx_fp16");
+  return true;
+}
+
+int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode) {
+  if (!bundle.device.is_cpu() || bundle.dtype == torch::kFloat || mode == CpuMatmul::kNative) return 0;
+  if (mode == CpuMatmul::kAuto && cpu_has_native_arithmetic(bundle.dtype)) return 0;
+  return kUpcastMinRows;
+}
+
+int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
+  static const char* kAttribute = "cpu_upcast_min_rows";
+  const int64_t rows = cpu_upcast_min_rows(bundle, mode);
+  int set = 0;
+  for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
+    for (torch::jit::Module m : top->modules()) {
+      if (!m.hasattr(kAttribute)) continue;
+      m.setattr(kAttribute, rows);
+      ++set;
+    }
+  }
+  return set;
+}
+
+}  // namespace era

@@ -1,0 +1,44 @@
+#pragma once
+// Internal header. Where a bfloat16 / float16 model multiplies in float32 on the CPU.
+//
+// Without AVX512-BF16 / AMX (or AVX512-FP16), LibTorch's reduced-precision CPU GEMM runs several
+// times below its float32 rate: on the 2-core AVX2 EPYC of the README, 21 vs 134 GFLOP/s. The
+// exported modules (tools/era_tools/llava_model.py: Linear and the attention cores) can widen a
+// compute-bound matmul (at least `cpu_upcast_min_rows` rows: the vision tower, prefill) to float32
+// per call and round the result back, which keeps the bf16 model's numerics; one-row decode steps
+// stay memory-bound and read the narrow weights as stored. This file decides whether to ask for it
+// and sets that attribute on every module that has it (bundles exported before it have none).
+#include <torch/script.h>
+
+#include <cstdint>
+#include <string>
+
+namespace era {
+
+struct ModelBundle;
+
+enum class CpuMatmul {
+  kAuto,     // float32 where the CPU lacks arithmetic in the model's dtype
+  kFloat32,  // always float32 for compute-bound matmuls of a bf16 / fp16 model
+  kNative,   // the model's dtype throughout (LibTorch's kernels as they are)
+};
+
+CpuMatmul parse_cpu_matmul(const std::string& name);  // "auto", "float32", "native"; throws kInvalidArgument
+std::string cpu_matmul_name(CpuMatmul mode);
+
+// Does /proc/cpuinfo list `flag` (e.g. "avx512_bf16") for this CPU? Read once; false where unreadable.
+bool cpu_has_flag(const std::string& flag);
+
+// Does this CPU have vector arithmetic in `dtype` (bf16: avx512_bf16 or amx_bf16; fp16:
+// avx512_fp16 or amx_fp16)? float32 always; read from /proc/cpuinfo's flags once.
+bool cpu_has_native_arithmetic(torch::ScalarType dtype);
+
+// The row count from which matmuls widen to float32 for this bundle's device, dtype and mode
+// (0 = never: a float32 model, a GPU, kNative, or kAuto on a CPU with native arithmetic).
+int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode);
+
+// Sets cpu_upcast_min_rows on every submodule of the bundle's three modules that has it; returns
+// how many were set (0 for a bundle exported before the attribute existed).
+int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode);
+
+}  // namespace era

@@ -1,0 +1,134 @@
+// Where a bfloat16 model multiplies in float32 on the CPU (model/cpu_matmul.h): the policy per
+// device, dtype and mode; the attribute reaching every exported Linear and attention core; and a
+// bf16 session widened to float32 giving the prompt logits of the native bf16 run within bf16
+// rounding (same numerics, another kernel). LibTorch's intra-op threads (util/cpu_threads.h).
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "era/debug.h"
+#include "era/era.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
+#include "pipeline/session_internals.h"
+#include "test_support.h"
+#include "util/cpu_threads.h"
+
+namespace era {
+namespace {
+
+constexpr const char* kAttribute = "cpu_upcast_min_rows";
+
+// The attribute's value in every module of `top` that has it.
+std::vector<int64_t> attribute_values(const torch::jit::Module& top) {
+  std::vector<int64_t> out;
+  for (const torch::jit::Module m : top.modules()) {
+    if (m.hasattr(kAttribute)) out.push_back(m.attr(kAttribute).toInt());
+  }
+  return out;
+}
+
+std::vector<int64_t> attribute_values(const ModelBundle& b) {
+  std::vector<int64_t> out;
+  for (const torch::jit::Module* top : {&b.vision, &b.projector, &b.decoder}) {
+    const auto v = attribute_values(*top);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+TEST(CpuMatmul, ParsesTheThreeModesAndNamesABadOne) {
+  EXPECT_EQ(parse_cpu_matmul("auto"), CpuMatmul::kAuto);
+  EXPECT_EQ(parse_cpu_matmul("float32"), CpuMatmul::kFloat32);
+  EXPECT_EQ(parse_cpu_matmul("native"), CpuMatmul::kNative);
+  test::expect_invalid_argument([] { parse_cpu_matmul("fast"); }, "cpu_matmul 'fast'");
+  for (auto m : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) EXPECT_EQ(parse_cpu_matmul(cpu_matmul_name(m)), m);
+}
+
+TEST(CpuMatmul, Float32ModelsAndNativeModeAreNeverWidened) {
+  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+  for (auto m : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) EXPECT_EQ(cpu_upcast_min_rows(f32, m), 0);
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  EXPECT_EQ(cpu_upcast_min_rows(bf16, CpuMatmul::kNative), 0);
+  EXPECT_GT(cpu_upcast_min_rows(bf16, CpuMatmul::kFloat32), 1);  // never a one-row decode step
+  EXPECT_EQ(cpu_upcast_min_rows(bf16, CpuMatmul::kAuto),
+            cpu_has_native_arithmetic(torch::kBFloat16) ? 0 : cpu_upcast_min_rows(bf16, CpuMatmul::kFloat32));
+  EXPECT_TRUE(cpu_has_native_arithmetic(torch::kFloat));
+}
+
+TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
+  ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  const auto exported = attribute_values(b);
+  // decoder: q/k/v/o, gate/up/down and the attention core per layer, lm_head, and the core of
+  // attend(); projector: its two linears; vision: at least one layer's q/k/v/out, fc1/fc2 and
+  // attention
+  EXPECT_EQ(attribute_values(b.decoder).size(), static_cast<size_t>(8 * b.manifest.text.num_layers + 2));
+  EXPECT_EQ(attribute_values(b.projector).size(), 2u);
+  EXPECT_GE(attribute_values(b.vision).size(), 7u);
+  EXPECT_EQ(attribute_values(b.vision).size() % 7, 0u);
+  for (int64_t v : exported) EXPECT_EQ(v, 0);  // exported off
+  EXPECT_EQ(apply_cpu_matmul(b, CpuMatmul::kFloat32), static_cast<int>(exported.size()));
+  for (int64_t v : attribute_values(b)) EXPECT_EQ(v, cpu_upcast_min_rows(b, CpuMatmul::kFloat32));
+  apply_cpu_matmul(b, CpuMatmul::kNative);
+  for (int64_t v : attribute_values(b)) EXPECT_EQ(v, 0);
+}
+
+TEST(CpuMatmul, WidenedBfloat16SessionKeepsTheBfloat16Logits) {
+  Request r;
+  r.images = {test::source_dir() + "/tests/data/sample.png"};
+  r.prompt = "What is in the image?";
+  r.reduction.method = "full";  // a selection could differ between dtypes; the comparison is of the model
+  auto logits_with = [&](const std::string& dtype, const std::string& mode) {
+    SessionOptions o;
+    o.dtype = dtype;
+    o.cpu_matmul = mode;
+    Session s = Session::open(test::bundle_dir(), o);
+    const auto& values = attribute_values(SessionAccess::state(s).bundle);
+    EXPECT_FALSE(values.empty());
+    const bool widened = dtype == "bfloat16" && mode == "float32";
+    EXPECT_EQ(values.front(), widened ? cpu_upcast_min_rows(SessionAccess::state(s).bundle, CpuMatmul::kFloat32) : 0);
+    return debug::prompt(s, r).logits;
+  };
+  const torch::Tensor exact = logits_with("float32", "auto");
+  const torch::Tensor native = logits_with("bfloat16", "native"), widened = logits_with("bfloat16", "float32");
+  ASSERT_EQ(exact.sizes(), widened.sizes());
+  const double scale = exact.abs().max().item<double>();
+  const double err_widened = (widened - exact).abs().max().item<double>() / scale;
+  const double err_native = (native - exact).abs().max().item<double>() / scale;
+  const auto agree = [&](const torch::Tensor& l) { return exact.argmax(-1).eq(l.argmax(-1)).to(torch::kFloat).mean().item<double>(); };
+  std::cout << "bf16 against float32 logits, max error / max |logit|: widened " << err_widened << " (top-1 agreement "
+            << agree(widened) << "), native " << err_native << " (" << agree(native) << ")\n";
+  // the widened run is the bf16 model computed as bf16 kernels with float32 accumulation compute
+  // it: within bf16 rounding of the float32 model, and never worse than LibTorch's own bf16
+  // kernels (Debian's LibTorch 1.13 measured 10x worse: its generic bf16 GEMM)
+  EXPECT_LT(err_widened, 0.1);
+  EXPECT_GE(agree(widened), 0.9);
+  EXPECT_LE(err_widened, err_native * 1.5 + 1e-3);
+}
+
+TEST(CpuMatmul, SessionRejectsAnUnknownMode) {
+  SessionOptions o;
+  o.cpu_matmul = "turbo";
+  test::expect_invalid_argument([&] { Session::open(test::bundle_dir(), o); }, "cpu_matmul 'turbo'");
+}
+
+TEST(CpuThreads, DefaultIsOnePerUsableCpuAndAnExplicitCountWins) {
+  const int before = at::get_num_threads();
+  EXPECT_GE(usable_cpu_count(), 1);
+  EXPECT_EQ(configure_cpu_threads(1), 1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  if (std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS")) {
+    EXPECT_EQ(configure_cpu_threads(0), 1);  // the environment's choice stands
+  } else {
+    EXPECT_EQ(configure_cpu_threads(0), usable_cpu_count());
+  }
+  test::expect_invalid_argument([] { configure_cpu_threads(-1); }, "num_threads -1");
+  test::expect_invalid_argument([] { configure_cpu_threads(1025); }, "num_threads 1025");
+  at::set_num_threads(before);
+}
+
+}  // namespace
+}  // namespace era

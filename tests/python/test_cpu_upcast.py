@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The exported modules' float32 compute for bfloat16 models on the CPU (llava_model.Linear, the
+decoder's attention cores, the CLIP and Qwen vision attention), scripted as the exporter scripts
+them: with `cpu_upcast_min_rows` set (what era's runtime does on a CPU without bf16 arithmetic),
+a call with at least that many rows computes in float32 and rounds once to bfloat16, exactly
+the float32 formula; a call with fewer rows (a decode step) and the exported default (0) run the
+model dtype's kernels unchanged; float32 models are never touched.
+
+    test_cpu_upcast.py [unittest options]
+"""
+import math
+import types
+import unittest
+
+import torch
+import torch.nn.functional as F
+
+from era_tools import llava_model as lm
+from era_tools import qwen_vl_model as qm
+
+BF16 = torch.bfloat16
+ROWS = 8  # the runtime's threshold (src/model/cpu_matmul.cpp kUpcastMinRows)
+
+
+def casts(fn):
+    """How many dtype casts fn() runs (LibTorch's profiler, the same in torch 1.13 and 2.x). The
+    widened path is told apart by its casts: its result equals what the bf16 kernel returns (both
+    accumulate in float32 and round once), so the values cannot tell."""
+    with torch.autograd.profiler.profile() as prof:
+        fn()
+    return sum(1 for e in prof.function_events if e.name == "aten::to")
+
+
+def scripted_linear(bias, dtype=BF16):
+    torch.manual_seed(0)
+    m = lm.Linear(64, 48, bias=bias, dtype=dtype)
+    if bias:
+        with torch.no_grad():
+            m.bias.normal_()
+    return torch.jit.script(m)
+
+
+class LinearTest(unittest.TestCase):
+    def test_state_dict_keys_are_nn_linear_ones(self):
+        self.assertEqual(sorted(lm.Linear(4, 3).state_dict()), ["bias", "weight"])
+        self.assertEqual(sorted(lm.Linear(4, 3, bias=False).state_dict()), ["weight"])
+
+    def test_many_rows_compute_in_float32_and_round_once(self):
+        for bias in (True, False):
+            m = scripted_linear(bias)
+            m.cpu_upcast_min_rows = ROWS
+            x = torch.randn(2, 5, 64, dtype=BF16)  # 10 rows >= 8
+            b = m.bias.float() if bias else None
+            want = F.linear(x.float(), m.weight.float(), b).to(BF16)
+            got = m(x)
+            self.assertEqual(got.dtype, BF16)
+            self.assertTrue(torch.equal(got, want), f"bias={bias}")
+            self.assertTrue(casts(lambda: m(x)), f"bias={bias}: no float32 widening ran")
+
+    def test_few_rows_and_the_exported_default_run_the_model_dtype(self):
+        m = scripted_linear(True)
+        x = torch.randn(1, 1, 64, dtype=BF16)
+        self.assertEqual(m.cpu_upcast_min_rows, 0)
+        self.assertFalse(casts(lambda: m(torch.randn(16, 64, dtype=BF16))))  # exported: off
+        m.cpu_upcast_min_rows = ROWS
+        self.assertTrue(torch.equal(m(x), F.linear(x, m.weight, m.bias)))  # one row: decode
+        self.assertFalse(casts(lambda: m(x)))
+        self.assertFalse(casts(lambda: m(torch.randn(ROWS - 1, 64, dtype=BF16))))
+        self.assertTrue(casts(lambda: m(torch.randn(ROWS, 64, dtype=BF16))))
+
+    def test_float32_models_are_untouched(self):
+        m = scripted_linear(True, dtype=torch.float32)
+        m.cpu_upcast_min_rows = ROWS
+        x = torch.randn(16, 64)
+        self.assertTrue(torch.equal(m(x), F.linear(x, m.weight, m.bias)))
+        self.assertFalse(casts(lambda: m(x)))
+
+
+def reference_attention(q, k, v, scale, causal):
+    """float32 softmax(q k^T scale + causal) v, as the upcast path computes it."""
+    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
+    if causal:
+        tq, tk = q.shape[2], k.shape[2]
+        s = s.masked_fill(lm.hidden_keys(tq, tk, tk - tq, q.device), float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v.float())
+
+
+class AttentionCoreTest(unittest.TestCase):
+    def cores(self):
+        out = [("math", torch.jit.script(lm.MathAttention(0.125)))]
+        if lm.sdpa_available():
+            out.append(("sdpa", torch.jit.script(lm.SdpaAttention(0.125))))
+        return out
+
+    def test_prefill_upcast_matches_float32_at_bfloat16_rounding(self):
+        torch.manual_seed(1)
+        q, k, v = (torch.randn(1, 4, 12, 64, dtype=BF16) for _ in range(3))
+        want = reference_attention(q, k, v, 0.125, causal=True)
+        for name, core in self.cores():
+            native_casts = casts(lambda: core(q, k, v, 0))
+            core.cpu_upcast_min_rows = ROWS
+            got = core(q, k, v, 0)
+            self.assertEqual(got.dtype, BF16, name)
+            self.assertGreater(casts(lambda: core(q, k, v, 0)), native_casts, name)
+            # the math core rounds its scores and probabilities to bf16 as the bf16 model does,
+            # sdpa keeps them in float32: both within bf16 rounding of the float32 formula
+            self.assertLess(float((got.float() - want).abs().max()), 0.02, name)
+
+    def test_decode_step_is_unchanged(self):
+        torch.manual_seed(2)
+        q = torch.randn(1, 4, 1, 64, dtype=BF16)
+        k, v = (torch.randn(1, 4, 12, 64, dtype=BF16) for _ in range(2))
+        for name, core in self.cores():
+            before, native_casts = core(q, k, v, 11), casts(lambda: core(q, k, v, 11))
+            core.cpu_upcast_min_rows = ROWS
+            self.assertTrue(torch.equal(core(q, k, v, 11), before), name)
+            self.assertEqual(casts(lambda: core(q, k, v, 11)), native_casts, name)
+
+    def test_lar_bias_path_upcasts_too(self):
+        # eager: forward_bias is compiled only as part of the decoder that calls it
+        torch.manual_seed(3)
+        q, k, v = (torch.randn(1, 2, 10, 32, dtype=BF16) for _ in range(3))
+        bias = torch.log(torch.rand(1, 10) + 0.5)
+        cores = [("math", lm.MathAttention(0.125))]
+        if lm.sdpa_available():
+            cores.append(("sdpa", lm.SdpaAttention(0.125)))
+        for name, core in cores:
+            native = core.forward_bias(q, k, v, bias, 0)
+            core.cpu_upcast_min_rows = ROWS
+            got = core.forward_bias(q, k, v, bias, 0)
+            self.assertEqual(got.dtype, BF16, name)
+            self.assertLess(float((got.float() - native.float()).abs().max()), 0.05, name)
+
+
+class VisionAttentionTest(unittest.TestCase):
+    @torch.no_grad()
+    def test_clip_attention_upcast_keeps_outputs_and_saliency(self):
+        cfg = types.SimpleNamespace(hidden_size=64, num_heads=4, has_cls=True)
+        torch.manual_seed(4)
+        m = torch.jit.script(lm.CLIPAttention(cfg, dtype=BF16))
+        x = torch.randn(1, 17, 64, dtype=BF16)
+        native = m(x, True)
+        for name, mod in m.named_modules():
+            if hasattr(mod, "cpu_upcast_min_rows"):
+                mod.cpu_upcast_min_rows = ROWS
+        up = m(x, True)
+        scale = float(native[0].float().abs().max())
+        self.assertLess(float((up[0].float() - native[0].float()).abs().max()), 0.03 * scale)
+        for a, b in zip(native[1:], up[1:]):  # float32 saliency: from the same bf16 q / k
+            self.assertTrue(torch.equal(a, b))
+
+    @torch.no_grad()
+    def test_qwen_vision_attention_has_the_switch(self):
+        cfg = types.SimpleNamespace(hidden_size=64, num_heads=4)
+        m = torch.jit.script(qm.QwenVisionAttention(cfg, dtype=BF16))
+        self.assertEqual(m.cpu_upcast_min_rows, 0)
+        torch.manual_seed(5)
+        x = torch.randn(16, 64, dtype=BF16)
+        cos, sin = torch.ones(16, 16), torch.zeros(16, 16)
+        native = m(x, cos, sin, [0, 16], False)[0]
+        m.cpu_upcast_min_rows = ROWS
+        m.qkv.cpu_upcast_min_rows = ROWS
+        m.proj.cpu_upcast_min_rows = ROWS
+        up = m(x, cos, sin, [0, 16], False)[0]
+        self.assertEqual(up.dtype, BF16)
+        scale = float(native.float().abs().max())
+        self.assertLess(float((up.float() - native.float()).abs().max()), 0.03 * scale)
+
+
+if __name__ == "__main__":
+    unittest.main()
