@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "era/error.h"
 #include "model/export_compat.h"
+#include "model/int8_weights.h"
 #include "util/input_file.h"
 
 namespace era {
@@ -57,7 +59,14 @@ torch::jit::Module load_module(const std::string& dir, const std::string& field,
 class ShapeChecker {
  public:
   ShapeChecker(const torch::jit::Module& m, std::string dir, std::string file) : dir_(std::move(dir)), file_(std::move(file)) {
-    for (const auto& p : m.named_parameters(/*recurse=*/true)) params_.emplace(p.name, p.value);
+    for (const auto& p : m.named_parameters(/*recurse=*/true)) params_.emplace(p.name, p.value.sizes().vec());
+    // int8 linears (tools/era_tools/int8_weights.py) hold their weight packed, not as a
+    // parameter: their declared [out_features, in_features] stands in for it
+    for (const auto& sub : m.named_modules()) {
+      if (!sub.value.hasattr("_packed") || !sub.value.hasattr("out_features") || !sub.value.hasattr("in_features")) continue;
+      params_.emplace(sub.name + ".weight",
+                      std::vector<int64_t>{sub.value.attr("out_features").toInt(), sub.value.attr("in_features").toInt()});
+    }
   }
   bool has(const std::string& name) const { return params_.count(name) > 0; }
   void expect(const std::string& name, std::vector<int64_t> shape) const {
@@ -65,17 +74,17 @@ class ShapeChecker {
     if (it == params_.end()) {
       throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " has no parameter '" + name + "' (not an era export?)");
     }
-    bool same = it->second.dim() == static_cast<int64_t>(shape.size());
-    for (size_t d = 0; same && d < shape.size(); ++d) same = shape[d] < 0 || it->second.size(static_cast<int64_t>(d)) == shape[d];
+    bool same = it->second.size() == shape.size();
+    for (size_t d = 0; same && d < shape.size(); ++d) same = shape[d] < 0 || it->second[d] == shape[d];
     if (!same) {
       throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " parameter '" + name + "' has shape " +
-                                          shape_str(it->second.sizes()) + " but the manifest implies " + shape_str(shape) +
+                                          shape_str(it->second) + " but the manifest implies " + shape_str(shape) +
                                           " (module from another model?)");
     }
   }
 
  private:
-  std::map<std::string, at::Tensor> params_;
+  std::map<std::string, std::vector<int64_t>> params_;  // name -> shape
   std::string dir_, file_;
 };
 
@@ -219,6 +228,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   const std::string vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);
   const std::string projector_path = bundle_file(dir, "files.projector", b.manifest.projector_file);
   const std::string decoder_path = bundle_file(dir, "files.decoder", b.manifest.decoder_file);
+  prepare_int8_load(b.manifest, dir, device);  // packed int8 weights are re-packed as they load
   b.vision = load_module(dir, "files.vision", b.manifest.vision_file, vision_path);
   b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
   b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
@@ -234,6 +244,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
     m->to(device);
     if (convert) m->to(b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
+  configure_int8_modules(b);
   if (b.manifest.image.layout == ImageLayout::kAnyres) {
     for (const auto& p : b.projector.named_parameters()) {
       if (p.name == "image_newline") b.image_newline = p.value;

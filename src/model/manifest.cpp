@@ -257,6 +257,10 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
               ": re-export the checkpoint with this version of tools/export_llava.py");
   // Which LibTorch can run the modules depends on the torch that wrote them (model/export_compat.h).
   m.exported_torch = text_field(j, "exported_with.torch", path);
+  // int8 Linear weights (tools/era_tools/int8_weights.py): in the decoder, or everywhere
+  m.int8_weights = text_field_or(j, "quantization.int8", path, "");
+  if (m.int8_weights != "" && m.int8_weights != "decoder" && m.int8_weights != "all")
+    bad_value(path, "quantization.int8", json(m.int8_weights), "must be \"decoder\" or \"all\"");
   // Only the names here; bundle.cpp checks that each is a regular file inside the bundle folder.
   for (auto [field_name, out] : {std::pair{"files.vision", &m.vision_file}, std::pair{"files.projector", &m.projector_file},
                                  std::pair{"files.decoder", &m.decoder_file}, std::pair{"files.tokenizer", &m.tokenizer_file}}) {

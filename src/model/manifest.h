@@ -151,6 +151,7 @@ struct Manifest {
   std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
   std::string attention;   // "math" or "sdpa"
   std::string exported_torch;  // exported_with.torch: torch.__version__ of the exporter, e.g. "2.11.0+cu130"
+  std::string int8_weights;    // quantization.int8: "" (none), "decoder" or "all" (model/int8_weights.h)
   int decoder_api = 1;
   std::string vision_file, projector_file, decoder_file, tokenizer_file;
   VisionSpec vision;

@@ -9,11 +9,22 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #define ERA_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace era::compat {
+
+// LibTorch's quantisation engines for int8 linears, fastest first on x86 CPUs: x86 (2.x: fbgemm
+// or oneDNN picked per shape), fbgemm, oneDNN (Debian's LibTorch 1.13 has no fbgemm), QNNPACK.
+inline std::vector<at::QEngine> quantized_engines_by_preference() {
+#if ERA_TORCH_AT_LEAST(2, 0)
+  return {at::QEngine::X86, at::QEngine::FBGEMM, at::QEngine::ONEDNN, at::QEngine::QNNPACK};
+#else
+  return {at::QEngine::FBGEMM, at::QEngine::ONEDNN, at::QEngine::QNNPACK};
+#endif
+}
 
 // at::scaled_dot_product_attention exists from 2.0; its `scale` argument from 2.1.
 inline constexpr bool kHasSdpa = ERA_TORCH_AT_LEAST(2, 1);

@@ -100,6 +100,8 @@ const std::vector<ManifestCase>& manifest_cases() {
       {"missing_module", [](json& m) { m["files"]["vision"] = "nope.pt"; }, {"files.vision = \"nope.pt\"", "nope.pt"}},
       {"format_version", [](json& m) { m["format_version"] = 2; }, {"format_version = 2", "from 1 to 1"}},
       {"not_an_object", [](json& m) { m["vision"] = 5; }, {"missing field 'vision.image_size'"}},
+      {"int8_scope_unknown", [](json& m) { m["quantization"]["int8"] = "projector"; },
+       {"quantization.int8 = \"projector\"", "\"decoder\" or \"all\""}},
   };
   return cases;
 }

@@ -86,6 +86,39 @@ class RandomBundleTest(unittest.TestCase):
         lm = a["lm_head.weight"]
         self.assertTrue(torch.allclose(lm[1000:], lm[1000:1001].expand(lm.shape[0] - 1000, -1)))
 
+    def test_text_model_and_int8_bundle_hold_the_same_weights(self):
+        """--text-model writes the bundle's own language model for another engine (llama.cpp's
+        converter); --int8 decoder with the same seed quantises those same weights."""
+        out, hf = os.path.join(SCRATCH, "tiny-text"), os.path.join(SCRATCH, "tiny-text-hf")
+        r = make("--preset", "tiny", "--dtype", "float32", "--out", out, "--text-model", hf, "--no-check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        from era_tools.safetensors_io import load_file
+        hf_weights, _ = load_file(os.path.join(hf, "model.safetensors"))
+        dec = torch_versions.load(os.path.join(out, "decoder.pt")).state_dict()
+        self.assertEqual(len(hf_weights), len(dec))
+        for name, t in hf_weights.items():
+            mine = name if name.startswith("lm_head.") else name[len("model."):]
+            self.assertTrue(torch.equal(dec[mine], t), name)
+        cfg = read_json(os.path.join(hf, "config.json"))
+        self.assertEqual(cfg["architectures"], ["LlamaForCausalLM"])
+        m = read_json(os.path.join(out, "manifest.json"))
+        self.assertEqual((cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]),
+                         (m["text"]["hidden_size"], m["text"]["num_layers"], m["text"]["vocab_size"]))
+        self.assertTrue(os.path.isfile(os.path.join(hf, "tokenizer.model")))
+
+        q = os.path.join(SCRATCH, "tiny-int8")
+        r = make("--preset", "tiny", "--dtype", "float32", "--out", q, "--int8", "decoder")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("linear layers stored as int8", r.stdout)
+        mq = read_json(os.path.join(q, "manifest.json"))
+        self.assertEqual(mq["quantization"]["int8"], "decoder")
+        self.assertNotIn("quantization", m)
+        qdec = torch_versions.load(os.path.join(q, "decoder.pt")).state_dict()
+        self.assertNotIn("layers.0.self_attn.q_proj.weight", qdec)  # int8, packed
+        self.assertTrue(torch.equal(qdec["embed_tokens.weight"], dec["embed_tokens.weight"]))
+        # the vision tower stays float with --int8 decoder
+        self.assertEqual(params(q, "vision.pt"), params(out, "vision.pt"))
+
     def test_config_file_with_real_vocab_and_next_arch(self):
         config = mrb.preset_config("tiny-next", "float16", 1000)
         config["text_config"].update(hidden_size=96, num_attention_heads=3, num_key_value_heads=3,

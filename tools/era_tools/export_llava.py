@@ -32,6 +32,7 @@ import time
 import torch
 
 from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_image_mode
+from .int8_weights import INT8_MODULES, int8_available, quantize_module
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
 from .prompt_template import TEMPLATES, TemplateError, default_template, prompt_section
 from .safetensors_io import WeightsFileError
@@ -72,6 +73,10 @@ def parse_args(argv=None):
     p.add_argument("--dtype", choices=list(DTYPES), default="float32")
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
                    help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
+    p.add_argument("--int8", choices=list(INT8_MODULES), default=None,
+                   help="store Linear weights as int8 with per-channel scales (CPU only; "
+                        "tools/era_tools/int8_weights.py): 'decoder' = the language model's, "
+                        "'all' = the vision tower's and projector's too")
     p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
     p.add_argument("--template", choices=["auto"] + list(TEMPLATES), default="auto",
                    help="conversation template (manifest prompt.template): auto = the LLaVA "
@@ -153,7 +158,7 @@ def image_manifest(cfg, pre):
     return image
 
 
-def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
+def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None):
     cfg, pre = ckpt.config, ckpt.preprocessor
     prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
     v, t = cfg.vision, cfg.text
@@ -197,6 +202,9 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
         "image": image,
         "prompt": prompt,
     }
+    if int8:
+        manifest["quantization"] = {"int8": int8, "scheme": "per-output-channel symmetric int8 "
+                                    "weights, dynamically quantised 8-bit activations"}
     if ckpt.video is not None:  # OneVision: frames, their placeholder and its id
         manifest["video"] = ckpt.video
         manifest["tokens"]["video_token_id"] = cfg.video_token_id
@@ -210,11 +218,11 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto"):
 # ------------------------------------------------------------------------------------------------
 # verification: reloaded TorchScript == eager on small random inputs
 
-def check_setup(dtype):
+def check_setup(dtype, cpu_only=False):
     """Device and dtype to compare on. float16 matmuls are not implemented on CPU in older torch,
     so without CUDA a float16 export is compared in float32 (this still checks that scripting
-    preserved the computation; only the precision differs)."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    preserved the computation; only the precision differs). int8 weights run on the CPU only."""
+    device = torch.device("cuda" if torch.cuda.is_available() and not cpu_only else "cpu")
     if device.type == "cpu" and dtype == torch.float16:
         return device, torch.float32
     return device, dtype
@@ -322,8 +330,8 @@ def max_diff(ref, got):
                for a, b in zip(ref, got))
 
 
-def verify(paths, modules, ckpt, dtype):
-    device, check_dtype = check_setup(dtype)
+def verify(paths, modules, ckpt, dtype, cpu_only=False):
+    device, check_dtype = check_setup(dtype, cpu_only)
     note = ""
     if check_dtype != dtype:
         note = f" (compared in {str(check_dtype).replace('torch.', '')} on {device.type})"
@@ -405,16 +413,17 @@ def export(args):
     print(f"export_llava: {ckpt.folder}: {ckpt.weights_file}, layout {ckpt.layout}, "
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
-    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name, template=args.template)
+    return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name, template=args.template,
+                             int8=args.int8)
 
 
 def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True,
-                      template="auto"):
+                      template="auto", int8=None):
     """Build the eager modules from `ckpt` (a LlavaCheckpoint whose vision / projector / text
     dicts hold the weights: loaded from a folder, or random from tools/make_random_bundle.py),
     script and save them with the tokenizer and manifest, verify (unless check=False) and move the
     bundle into place. The checkpoint's tensors are handed to the modules (ckpt is emptied) so a
-    7B model is held once."""
+    7B model is held once. int8: None, "decoder" or "all" (export_llava.py --int8)."""
     start = time.time()
     check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
     if ckpt.config.arch == "llava-onevision" and ckpt.config.vision.select_strategy != "full":
@@ -428,6 +437,11 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     except ValueError as e:
         raise ExportError(str(e)) from None
     dtype = DTYPES[dtype_name]
+    if int8 is not None and int8 not in INT8_MODULES:
+        raise ExportError(f"--int8 {int8!r}: not one of {', '.join(INT8_MODULES)}")
+    if int8 and not int8_available():
+        raise ExportError(f"--int8: torch {torch.__version__} has no quantisation engine "
+                          f"(supported: {torch.backends.quantized.supported_engines})")
     # before any work: a template the tokenizer cannot serve is a user error
     prompt_and_stops(ckpt, template)
     out = os.path.abspath(out)
@@ -438,6 +452,10 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
         modules = {"vision": build_vision(ckpt, dtype), "projector": build_projector(ckpt, dtype),
                    "decoder": build_decoder(ckpt, dtype, attention)}
     ckpt.vision, ckpt.projector, ckpt.text = {}, {}, {}  # the modules own the weights now
+    if int8:
+        for key in (("decoder",) if int8 == "decoder" else ("vision", "projector", "decoder")):
+            n = quantize_module(modules[key])
+            print(f"export_llava: {key}: {n} linear layers stored as int8")
 
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=os.path.dirname(out))
     umask = os.umask(0)
@@ -452,10 +470,10 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
             del scripted
         shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(make_manifest(ckpt, name, dtype_name, attention, template), f, indent=2)
+            json.dump(make_manifest(ckpt, name, dtype_name, attention, template, int8), f, indent=2)
             f.write("\n")
         if check:
-            verify(paths, modules, ckpt, dtype)
+            verify(paths, modules, ckpt, dtype, cpu_only=bool(int8))
         else:
             print("export_llava: numerical check skipped")
         modules.clear()
@@ -463,7 +481,7 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"export_llava: wrote {out} (dtype {dtype_name}, attention {attention}, "
+    print(f"export_llava: wrote {out} (dtype {dtype_name}{', int8 ' + int8 if int8 else ''}, attention {attention}, "
           f"torch {torch.__version__}) in {time.time() - start:.1f} s")
     return 0
 

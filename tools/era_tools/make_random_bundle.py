@@ -118,6 +118,13 @@ def parse_args(argv=None):
     p.add_argument("--dtype", choices=list(DTYPES), default="float16")
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--int8", choices=["decoder", "all"], default=None,
+                   help="int8 Linear weights (export_llava.py --int8): the same random model as "
+                        "without it, for speed and accuracy comparisons")
+    p.add_argument("--text-model", metavar="DIR",
+                   help="also write the language model (LLaMA presets / configs) as a Hugging Face "
+                        "LlamaForCausalLM folder (config.json, model.safetensors, tokenizer.model): "
+                        "the same weights for another engine, e.g. llama.cpp's convert_hf_to_gguf.py")
     p.add_argument("--name", help="model_name in the manifest (default: random-<preset>)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the export's TorchScript-vs-eager check (needs 2x the weights' "
@@ -304,6 +311,27 @@ def make_bundle(args):
         return export_random(args, folder)
 
 
+def write_text_model(ckpt, folder, out):
+    """The checkpoint's language model as an HF LlamaForCausalLM folder (before the export takes
+    the tensors): text_config as config.json, the weights under LlamaForCausalLM's names, the
+    sentencepiece tokenizer."""
+    import shutil
+    from .safetensors_io import save_file
+    if ckpt.config.arch not in ("llava-1.5", "llava-next"):
+        raise ExportError(f"--text-model: {ckpt.config.arch} has no LLaMA language model")
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        text = dict(json.load(f)["text_config"])
+    text.update(architectures=["LlamaForCausalLM"], model_type="llama")
+    os.makedirs(out, exist_ok=True)
+    tiny.write_json(os.path.join(out, "config.json"), text)
+    tensors = {(c if c.startswith("lm_head.") else "model." + c): t for c, t in ckpt.text.items()}
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    shutil.copyfile(os.path.join(folder, "tokenizer.model"), os.path.join(out, "tokenizer.model"))
+    tiny.write_json(os.path.join(out, "tokenizer_config.json"),
+                    {"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False})
+    print(f"make_random_bundle: wrote the language model to {out} ({len(tensors)} tensors)")
+
+
 def export_random(args, folder):
     """Random weights for the weightless checkpoint in `folder`, exported to args.out."""
     ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
@@ -311,9 +339,11 @@ def export_random(args, folder):
     print(f"make_random_bundle: {n / 1e9:.3f} B random parameters ({ckpt.config.arch}, "
           f"text {ckpt.config.text.hidden_size} x {ckpt.config.text.num_layers} layers, "
           f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
+    if args.text_model:
+        write_text_model(ckpt, folder, args.text_model)
     name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
     return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
-                             check=not args.no_check)
+                             check=not args.no_check, int8=args.int8)
 
 
 def main(argv=None):
