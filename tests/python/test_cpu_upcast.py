@@ -57,6 +57,21 @@ class LinearTest(unittest.TestCase):
             self.assertTrue(torch.equal(got, want), f"bias={bias}")
             self.assertTrue(casts(lambda: m(x)), f"bias={bias}: no float32 widening ran")
 
+    def test_a_large_weight_is_widened_in_pieces_with_the_same_result(self):
+        torch.manual_seed(6)
+        m = lm.Linear(1024, 5000, dtype=BF16)  # 5.1 M elements: 3 pieces of 2048 rows
+        with torch.no_grad():
+            m.bias.normal_()
+        m = torch.jit.script(m)
+        m.cpu_upcast_min_rows = ROWS
+        x = torch.randn(9, 1024, dtype=BF16)
+        want = F.linear(x.float(), m.weight.float(), m.bias.float())
+        got = m(x)
+        self.assertEqual(list(got.shape), [9, 5000])
+        # each output is the same float32 dot product, rounded once to bf16
+        self.assertLess(float((got.float() - want).abs().max()), float(want.abs().max()) * 2 ** -7)
+        self.assertGreaterEqual(casts(lambda: m(x)), 3)  # one widening per piece
+
     def test_few_rows_and_the_exported_default_run_the_model_dtype(self):
         m = scripted_linear(True)
         x = torch.randn(1, 1, 64, dtype=BF16)
