@@ -126,46 +126,71 @@ def build_llama_cpp(src, work, threads):
     raise BenchError(f"built llama.cpp in {build} but found no llama-bench binary")
 
 
+def exporter_digest():
+    """A digest of the era_tools sources that shape a bundle."""
+    import hashlib
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
 def make_models(args):
-    """Both engines' files for one random model (reused when the stamp matches)."""
+    """Both engines' files for one random model. Each side is remade only when what shapes it
+    changed: the era bundles with era's exporter, the GGUF files with the model (seeded, so the
+    language model written beside the bf16 bundle is the same each time)."""
     work = args.work
-    stamp = {"layers": args.layers, "text": LLAMA_7B_TEXT, "vision": SMALL_VISION, "seed": 0}
-    stamp_path = os.path.join(work, "models.json")
+    model = {"layers": args.layers, "text": LLAMA_7B_TEXT, "vision": SMALL_VISION, "seed": 0}
     paths = {"era-bf16": os.path.join(work, "era-bf16"), "era-int8": os.path.join(work, "era-int8"),
              "hf": os.path.join(work, "hf-text"),
              "gguf-bf16": os.path.join(work, "llama-bf16.gguf"),
              "gguf-q8_0": os.path.join(work, "llama-q8_0.gguf")}
+    stamp_path = os.path.join(work, "models.json")
     try:
         with open(stamp_path, encoding="utf-8") as f:
-            if json.load(f) == stamp and all(os.path.exists(p) for p in paths.values()):
-                return paths
+            stamp = json.load(f)
     except (OSError, ValueError):
-        pass
+        stamp = {}
     os.makedirs(work, exist_ok=True)
-    from . import make_random_bundle as mrb
-    config = mrb.preset_config("tiny", "bfloat16", 1000)  # the tiny preset's ids and template
-    text = dict(config["text_config"], **LLAMA_7B_TEXT, num_hidden_layers=args.layers,
-                max_position_embeddings=4096, torch_dtype="bfloat16")
-    config.update(text_config=text, vision_config=SMALL_VISION, vocab_size=LLAMA_7B_TEXT["vocab_size"],
-                  torch_dtype="bfloat16")
-    cfg_path = os.path.join(work, "llava-config.json")
-    with open(cfg_path, "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=1)
-    tool = os.path.join(REPO, "tools", "make_random_bundle.py")
-    common = [args.python, tool, "--config", cfg_path, "--dtype", "bfloat16", "--no-check", "--seed", "0"]
-    print("bench_llamacpp: drawing the random model (era bf16 + HF folder, then era int8)", flush=True)
-    measured(common + ["--out", paths["era-bf16"], "--text-model", paths["hf"]], "make_random_bundle (bf16)")
-    measured(common + ["--out", paths["era-int8"], "--int8", "decoder"], "make_random_bundle (int8)")
-    env_path = os.path.join(args.llama_cpp, "gguf-py")
-    for outtype in ("bf16", "q8_0"):
-        print(f"bench_llamacpp: converting to GGUF {outtype} with {args.llama_cpp}/convert_hf_to_gguf.py",
-              flush=True)
-        cmd = ["env", f"PYTHONPATH={env_path}", args.python,
-               os.path.join(args.llama_cpp, "convert_hf_to_gguf.py"), paths["hf"],
-               "--outtype", outtype, "--outfile", paths[f"gguf-{outtype}"]]
-        measured(cmd, f"convert_hf_to_gguf.py --outtype {outtype}")
-    with open(stamp_path, "w", encoding="utf-8") as f:
-        json.dump(stamp, f)
+    era_ok = stamp.get("era") == dict(model, exporter=exporter_digest()) and all(
+        os.path.exists(paths[k]) for k in ("era-bf16", "era-int8", "hf"))
+    gguf_ok = stamp.get("gguf") == model and all(
+        os.path.exists(paths[k]) for k in ("gguf-bf16", "gguf-q8_0"))
+    if not era_ok:
+        from . import make_random_bundle as mrb
+        config = mrb.preset_config("tiny", "bfloat16", 1000)  # the tiny preset's ids and template
+        text = dict(config["text_config"], **LLAMA_7B_TEXT, num_hidden_layers=args.layers,
+                    max_position_embeddings=4096, torch_dtype="bfloat16")
+        config.update(text_config=text, vision_config=SMALL_VISION,
+                      vocab_size=LLAMA_7B_TEXT["vocab_size"], torch_dtype="bfloat16")
+        cfg_path = os.path.join(work, "llava-config.json")
+        with open(cfg_path, "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=1)
+        tool = os.path.join(REPO, "tools", "make_random_bundle.py")
+        common = [args.python, tool, "--config", cfg_path, "--dtype", "bfloat16", "--no-check",
+                  "--seed", str(model["seed"])]
+        print("bench_llamacpp: drawing the random model (era bf16 + HF folder, then era int8)", flush=True)
+        measured(common + ["--out", paths["era-bf16"], "--text-model", paths["hf"]],
+                 "make_random_bundle (bf16)")
+        measured(common + ["--out", paths["era-int8"], "--int8", "decoder"], "make_random_bundle (int8)")
+        stamp = {"era": dict(model, exporter=exporter_digest()), "gguf": stamp.get("gguf")}
+        with open(stamp_path, "w", encoding="utf-8") as f:
+            json.dump(stamp, f)
+    if not gguf_ok:
+        gguf_py = os.path.join(args.llama_cpp, "gguf-py")
+        for outtype in ("bf16", "q8_0"):
+            print(f"bench_llamacpp: converting to GGUF {outtype} with "
+                  f"{args.llama_cpp}/convert_hf_to_gguf.py", flush=True)
+            cmd = ["env", f"PYTHONPATH={gguf_py}", args.python,
+                   os.path.join(args.llama_cpp, "convert_hf_to_gguf.py"), paths["hf"],
+                   "--outtype", outtype, "--outfile", paths[f"gguf-{outtype}"]]
+            measured(cmd, f"convert_hf_to_gguf.py --outtype {outtype}")
+        stamp["gguf"] = model
+        with open(stamp_path, "w", encoding="utf-8") as f:
+            json.dump(stamp, f)
     return paths
 
 
