@@ -293,7 +293,9 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   std::ostringstream out;
   out << "era_bench: " << report.model.name << " (" << report.model.arch << ", " << report.model.dtype << ", "
       << report.model.device << ", " << report.threads << " threads"
-      << (report.cpu_upcast_min_rows > 0 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows" : "")
+      << (report.cpu_upcast_min_rows == 1   ? ", matmuls in float32"
+          : report.cpu_upcast_min_rows > 1 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows"
+                                            : "")
       << ") | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";

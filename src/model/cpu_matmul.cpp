@@ -6,6 +6,7 @@
 
 #include "era/error.h"
 #include "model/bundle.h"
+#include "util/compat.h"
 
 namespace era {
 
@@ -13,8 +14,9 @@ namespace {
 
 // From this many rows a GEMM is compute-bound enough that widening the weight per call (read 2
 // bytes, write 4 per element) costs less than the slow reduced-precision kernel saves: on the
-// README's machine a 4096x4096 bf16 linear at 8 rows already runs faster widened.
-constexpr int64_t kUpcastMinRows = 8;
+// README's machine a 4096x4096 bf16 linear at 8 rows already runs faster widened. Where
+// LibTorch's reduced-precision kernels are not vectorised at all (util/compat.h), every product.
+constexpr int64_t kUpcastMinRows = compat::kVectorisedReducedPrecisionMatmul ? 8 : 1;
 
 const std::unordered_set<std::string>& cpu_flags() {
   static const std::unordered_set<std::string> flags = [] {

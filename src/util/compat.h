@@ -16,6 +16,13 @@
 
 namespace era::compat {
 
+// Whether LibTorch's CPU kernels for bfloat16 / float16 matrix products are vectorised. 2.x's
+// are (one-row products run near float32's bandwidth, so only compute-bound calls gain from
+// widening to float32); Debian's 1.13, without MKL, multiplies them element by element:
+// measured on the README's machine 1.5 GFLOP/s for a bf16 GEMM and 1.6 GB/s for a bf16 GEMV,
+// where float32 gives 180 GFLOP/s and 10 GB/s, so there every product is widened.
+inline constexpr bool kVectorisedReducedPrecisionMatmul = ERA_TORCH_AT_LEAST(2, 0);
+
 // LibTorch's quantisation engines for int8 linears, fastest first on x86 CPUs: x86 (2.x: fbgemm
 // or oneDNN picked per shape), fbgemm, oneDNN (Debian's LibTorch 1.13 has no fbgemm), QNNPACK.
 inline std::vector<at::QEngine> quantized_engines_by_preference() {
