@@ -1,5 +1,6 @@
 #include "util/cpu_threads.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <sched.h>
@@ -24,6 +25,9 @@ bool blas_runs_own_threads() {
   // OpenBLAS reports how it was built: 0 sequential, 1 its own pthreads, 2 OpenMP. Looked up in
   // the process (Debian's LibTorch 1.13 calls the system libblas.so.3, OpenBLAS when installed);
   // absent (PyPI's LibTorch: MKL, or no OpenBLAS) means no.
+  // A LibTorch with MKL (PyPI's) multiplies with MKL, whatever else loaded OpenBLAS (Debian's
+  // OpenCV does, through LAPACK).
+  if (at::hasMKL()) return false;
   using GetParallel = int (*)();
   const auto get = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
   return get != nullptr && get() == 1;
