@@ -43,14 +43,11 @@ PACKAGES=(build-essential cmake pkg-config
           libsentencepiece-dev sentencepiece libgtest-dev libgmock-dev libgif-dev libicu-dev
           libcpp-httplib-dev libssl-dev curl python3-venv
           xvfb xauth imagemagick x11-apps fonts-dejavu-core)
-# Debian's LibTorch and Python side. libopenblas0-openmp: Debian's LibTorch calls the system
+# Debian's LibTorch and Python side. libopenblas0-pthread: Debian's LibTorch calls the system
 # libblas.so.3, which is the scalar reference BLAS unless OpenBLAS takes over that alternative
-# (several times faster matmuls, for the C++ side and the exporter alike). The OpenMP build shares
-# LibTorch's OpenMP thread pool; the pthread build's own pool competes with it (README "CPU
-# speed": 2800 against 737 ms per decode step with 2 threads; era keeps LibTorch at one thread
-# when it finds the pthread build, util/cpu_threads.h).
+# (several times faster matmuls, for the C++ side and the exporter alike).
 DEBIAN_ROUTE=(libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece
-              libopenblas0-openmp)
+              libopenblas0-pthread)
 PYPI_ROUTE=(python3-venv)
 [ "$route" = pypi ] || PACKAGES+=("${DEBIAN_ROUTE[@]}")
 [ "$route" = debian ] || PACKAGES+=("${PYPI_ROUTE[@]}")

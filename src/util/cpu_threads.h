@@ -10,8 +10,7 @@ int usable_cpu_count();
 // Is LibTorch's BLAS an OpenBLAS that runs its own pthread pool (Debian's libopenblas0-pthread)?
 // Its GEMMs then use every core by themselves, and LibTorch's OpenMP workers beside them only
 // compete: on the README's machine, decode 2800 ms/token with 2 LibTorch threads against 907 with
-// one (and 737 with 2 threads over libopenblas0-openmp, which shares LibTorch's OpenMP pool and
-// which tools/setup.sh installs).
+// one (and 737 with 2 threads over libopenblas0-openmp, which shares LibTorch's OpenMP pool).
 bool blas_runs_own_threads();
 
 // Sets LibTorch's intra-op threads to `requested` when > 0. With 0: one per usable CPU (one if
