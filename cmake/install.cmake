@@ -52,6 +52,13 @@ string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10")
 if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counters
   string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
 endif()
+if(OpenMP_CXX_FOUND)  # era's parallel kernels (CMakeLists.txt, ERA_PARALLEL_FOR_SOURCES)
+  if(EXISTS "${ERA_TORCH_LIBDIR}/libgomp.so.1")
+    string(APPEND ERA_PC_TORCH_LIBS " -l:libgomp.so.1")
+  else()
+    string(APPEND ERA_PC_TORCH_LIBS " ${OpenMP_CXX_FLAGS}")
+  endif()
+endif()
 string(APPEND ERA_PC_TORCH_LIBS " -lopencv_videoio -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -lgif -licui18n -licuuc")
 if(ERA_SANITIZE)  # a sanitizer build (tools/sanitize.sh): its users link the same runtime
   string(APPEND ERA_PC_TORCH_LIBS " -fsanitize=${ERA_SANITIZE}")

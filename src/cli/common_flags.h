@@ -74,8 +74,9 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
       ->check(CLI::Range(0, kMaxThreads))
       ->capture_default_str();
   app.add_option("--cpu-matmul", f.cpu_matmul,
-                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 where "
-                 "the CPU has no bf16/fp16 arithmetic; 'float32' = always; 'native' = never")
+                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 and "
+                 "decode steps on era's AVX2 kernel where the CPU has no bf16/fp16 arithmetic; 'float32' = always; "
+                 "'native' = never")
       ->check(CLI::IsMember({"auto", "float32", "native"}))
       ->capture_default_str();
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")

@@ -51,8 +51,9 @@ struct SessionOptions {
   std::string dtype;           // "" = the bundle's; or float32 / float16 / bfloat16
   int num_threads = 0;         // intra-op CPU threads; 0 = one per usable CPU (unless OMP_NUM_THREADS is set)
   // How a bfloat16 / float16 model multiplies on the CPU: "auto" widens compute-bound matmuls
-  // (vision tower, prefill; not one-row decode steps) to float32 where the CPU has no arithmetic
-  // in that dtype (no AVX512-BF16 / AMX), "float32" always does, "native" never does.
+  // (vision tower, prefill) to float32 and runs decode steps' products on era's own AVX2 kernel
+  // where the CPU has no arithmetic in that dtype (no AVX512-BF16 / AMX), "float32" always does
+  // both, "native" neither (LibTorch's kernels in the model's dtype).
   std::string cpu_matmul = "auto";
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
 };

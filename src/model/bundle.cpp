@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "era/error.h"
+#include "model/cpu_gemv.h"
 #include "model/export_compat.h"
 #include "model/int8_weights.h"
 #include "util/input_file.h"
@@ -223,6 +224,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   // Before any module is opened: an incompatible one would fail later inside TorchScript, and
   // LibTorch 1.13 only on the first call.
   check_export_compat(b.manifest, dir, libtorch_version());
+  register_era_operators();  // the modules may call era::gemv
   // Every file is checked before the first is opened: a bad one stops the load at once.
   const std::string tokenizer_path = bundle_file(dir, "files.tokenizer", b.manifest.tokenizer_file);
   const std::string vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);

@@ -6,6 +6,7 @@
 
 #include "era/error.h"
 #include "model/bundle.h"
+#include "model/cpu_gemv.h"
 #include "util/compat.h"
 
 namespace era {
@@ -68,15 +69,20 @@ int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return kUpcastMinRows;
 }
 
+int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
+  return cpu_upcast_min_rows(bundle, mode) > 0 && gemv_kernel_available() ? kGemvMaxRows : 0;
+}
+
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
-  static const char* kAttribute = "cpu_upcast_min_rows";
-  const int64_t rows = cpu_upcast_min_rows(bundle, mode);
+  const int64_t upcast_rows = cpu_upcast_min_rows(bundle, mode);
+  const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode);
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {
-      if (!m.hasattr(kAttribute)) continue;
-      m.setattr(kAttribute, rows);
-      ++set;
+      bool any = false;
+      if (m.hasattr("cpu_upcast_min_rows")) m.setattr("cpu_upcast_min_rows", upcast_rows), any = true;
+      if (m.hasattr("gemv_max_rows")) m.setattr("gemv_max_rows", gemv_rows), any = true;
+      set += any;
     }
   }
   return set;

@@ -6,8 +6,9 @@
 // exported modules (tools/era_tools/llava_model.py: Linear and the attention cores) can widen a
 // compute-bound matmul (at least `cpu_upcast_min_rows` rows: the vision tower, prefill) to float32
 // per call and round the result back, which keeps the bf16 model's numerics; one-row decode steps
-// stay memory-bound and read the narrow weights as stored. This file decides whether to ask for it
-// and sets that attribute on every module that has it (bundles exported before it have none).
+// stay memory-bound and read the narrow weights as stored, through era's own kernel where the CPU
+// has AVX2 (model/cpu_gemv.h; the Linear's `gemv_max_rows`). This file decides whether to ask for
+// them and sets those attributes on every module that has them (older bundles have none).
 #include <torch/script.h>
 
 #include <cstdint>
@@ -37,8 +38,12 @@ bool cpu_has_native_arithmetic(torch::ScalarType dtype);
 // (0 = never: a float32 model, a GPU, kNative, or kAuto on a CPU with native arithmetic).
 int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode);
 
-// Sets cpu_upcast_min_rows on every submodule of the bundle's three modules that has it; returns
-// how many were set (0 for a bundle exported before the attribute existed).
+// The row count up to which Linear calls era's decode kernel (model/cpu_gemv.h; 0 = never): the
+// same bundles and modes as the widening, on a CPU the kernel runs on.
+int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
+
+// Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that
+// has them; returns how many modules were set (0 for a bundle exported before either existed).
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode);
 
 }  // namespace era

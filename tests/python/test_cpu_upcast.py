@@ -57,6 +57,35 @@ class LinearTest(unittest.TestCase):
             self.assertTrue(torch.equal(got, want), f"bias={bias}")
             self.assertTrue(casts(lambda: m(x)), f"bias={bias}: no float32 widening ran")
 
+    def test_few_rows_go_to_era_gemv_when_the_runtime_asks(self):
+        # gemv_max_rows (0 as exported) hands calls of that many rows or fewer to era::gemv, the
+        # C++ runtime's decode kernel; Python defines it as F.linear (era_tools/era_ops.py)
+        m = scripted_linear(True)
+        self.assertEqual(m.gemv_max_rows, 0)
+        self.assertIn("ops.era.gemv(", m.code)
+        def gemv_calls(x):
+            with torch.autograd.profiler.profile() as prof:
+                out = m(x)
+            return out, sum(1 for e in prof.function_events if e.name == "era::gemv")
+
+        x1, x5 = torch.randn(1, 64, dtype=BF16), torch.randn(5, 64, dtype=BF16)
+        self.assertEqual(gemv_calls(x1)[1], 0, "exported default: never")
+        m.gemv_max_rows = 4
+        got, n = gemv_calls(x1)
+        self.assertEqual(n, 1)
+        self.assertTrue(torch.equal(got, F.linear(x1, m.weight, m.bias)))
+        self.assertEqual(gemv_calls(x5)[1], 0, "5 rows > 4: LibTorch's product")
+        self.assertEqual(gemv_calls(torch.randn(0, 64, dtype=BF16))[1], 0, "no rows")
+
+    def test_era_ops_define_once_and_survive_a_second_import(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("era_ops_again", lm.era_ops.__file__)
+        again = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(again)  # another module name, same process: no second definition
+        self.assertIsNone(again._LIBRARY)
+        w = torch.randn(3, 8)
+        self.assertTrue(torch.equal(torch.ops.era.gemv(torch.ones(1, 8), w, None), w.sum(1, keepdim=True).T))
+
     def test_a_large_weight_is_widened_in_pieces_with_the_same_result(self):
         torch.manual_seed(6)
         m = lm.Linear(1024, 5000, dtype=BF16)  # 5.1 M elements: 3 pieces of 2048 rows

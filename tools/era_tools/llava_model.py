@@ -34,6 +34,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import era_ops  # noqa: F401  (defines era::gemv, which Linear calls)
+
 ATTENTION_MODES = ("math", "sdpa", "explicit")
 
 
@@ -86,15 +88,20 @@ def matmul_f32(a: torch.Tensor, b: torch.Tensor, upcast: bool) -> torch.Tensor:
 
 class Linear(nn.Linear):
     """nn.Linear (same parameters, same state-dict keys) that widens compute-bound calls to
-    float32 on CPUs where the runtime asks for it (cpu_upcast_min_rows > 0)."""
+    float32 on CPUs where the runtime asks for it (cpu_upcast_min_rows > 0), and hands calls of
+    at most `gemv_max_rows` rows (decode steps) to era::gemv, the C++ runtime's memory-bound
+    kernel for bf16 / fp16 weights (era_ops.py; 0 = never, the exported value)."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.cpu_upcast_min_rows = 0
+        self.gemv_max_rows = 0
         self.widen_chunk = WIDEN_CHUNK
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // max(x.shape[-1], 1)
+        if 0 < rows <= self.gemv_max_rows:
+            return torch.ops.era.gemv(x, self.weight, self.bias)
         if cpu_upcast(x, rows, self.cpu_upcast_min_rows):
             return self.widened(x.float()).to(x.dtype)
         return F.linear(x, self.weight, self.bias)

@@ -14,6 +14,8 @@ import warnings
 
 import torch
 
+from . import era_ops  # noqa: F401  (bundles may call era::gemv: loading needs its schema)
+
 # THE table: (major, minor) -> where that torch comes from. Any patch release of these.
 #   1.13: Debian's python3-torch (the Debian route, `/usr/bin/python3`).
 #   2.11: the PyPI route's pin (tools/requirements-pypi.txt), what the lent GPU machines run.
