@@ -1,7 +1,6 @@
 #include "model/cpu_gemv.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/record_function.h>
 #include <immintrin.h>
 
 #include <atomic>
@@ -125,9 +124,6 @@ bool kernel_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 }
 
 torch::Tensor gemv_operator(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
-  // LibTorch's profiler does not see operators registered outside ATen on its own: named here so
-  // that era_bench --profile-ops attributes the decode step's products (a no-op unless profiling)
-  RECORD_FUNCTION("era::gemv", std::vector<c10::IValue>());
   return gemv_linear(x, weight, bias);
 }
 
