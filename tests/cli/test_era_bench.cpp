@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
+#include "model/cpu_gemv.h"
 #include "model/manifest.h"
 #include "test_support.h"
 
@@ -140,8 +143,10 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   const auto r = test::run_command(test::era_bench_path() + " --machine --machine-seconds 1 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
-  for (const char* row : {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
-                          "memory read", "memory copy"}) {
+  std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
+                                   "memory read", "memory copy"};
+  if (gemv_kernel_available()) rows.push_back("GEMV era-bf16");  // era's decode kernel (model/cpu_gemv.h)
+  for (const std::string& row : rows) {
     const auto at = r.out.find(row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
     const auto line = r.out.substr(at, r.out.find('\n', at) - at);
