@@ -2,10 +2,10 @@
 
 #include <ATen/Parallel.h>
 #include <immintrin.h>
+#include <torch/library.h>
 
 #include <atomic>
 #include <vector>
-#include <torch/library.h>
 
 namespace era {
 
