@@ -79,10 +79,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {
-      bool any = false;
-      if (m.hasattr("cpu_upcast_min_rows")) m.setattr("cpu_upcast_min_rows", upcast_rows), any = true;
-      if (m.hasattr("gemv_max_rows")) m.setattr("gemv_max_rows", gemv_rows), any = true;
-      set += any;
+      const bool widens = m.hasattr("cpu_upcast_min_rows"), hands_over = m.hasattr("gemv_max_rows");
+      if (widens) m.setattr("cpu_upcast_min_rows", upcast_rows);
+      if (hands_over) m.setattr("gemv_max_rows", gemv_rows);
+      set += widens || hands_over;
     }
   }
   return set;
