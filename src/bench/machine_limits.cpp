@@ -54,11 +54,14 @@ MachineLimits measure_machine(int threads, double seconds) {
     }
     // decode-like: one token through LLaMA-7B's MLP up-projection; successive calls take
     // successive copies of the weight, as a decode step takes successive layers, so that none is
-    // still in the last-level cache (one bf16 copy is 90 MB, a server L3 32 MB or more)
+    // still in the last-level cache: 1 GiB of copies (one bf16 copy is 90 MB; a server's L3 is 32
+    // MB or more, the 2-vCPU Sapphire Rapids VM of the README reports 300 MB)
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}, opt);
+    const int64_t copy_bytes = K1 * N1 * static_cast<int64_t>(torch::elementSize(dtype));
+    const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
     std::vector<torch::Tensor> w1;
-    for (int i = 0; i < 4; ++i) w1.push_back(torch::randn({N1, K1}, opt));
+    for (int64_t i = 0; i < copies; ++i) w1.push_back(torch::randn({N1, K1}, opt));
     size_t next = 0;
     const auto weight = [&]() -> const torch::Tensor& { return w1[next++ % w1.size()]; };
     const double bytes = static_cast<double>(w1[0].numel() * w1[0].element_size());

@@ -59,7 +59,10 @@ bool cpu_has_flag(const std::string& flag) { return cpu_flags().count(flag) > 0;
 
 bool cpu_has_native_arithmetic(torch::ScalarType dtype) {
   if (dtype == torch::kBFloat16) return cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
-  if (dtype == torch::kHalf) return cpu_has_flag("avx512_fp16") || cpu_has_flag("amx_fp16");
+  // AVX512-FP16 alone is not enough: on a Sapphire Rapids VM (avx512_fp16, no amx_fp16)
+  // LibTorch 2.11's fp16 GEMM ran at 82 GFLOP/s against 168 in float32 and its fp16 GEMV at 5 GB/s,
+  // and LibTorch 1.13 has no CPU fp16 matmul at all. Only AMX-FP16 is taken as native.
+  if (dtype == torch::kHalf) return cpu_has_flag("amx_fp16") && compat::kVectorisedReducedPrecisionMatmul;
   return true;
 }
 
@@ -70,7 +73,10 @@ int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode) {
 }
 
 int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
-  return cpu_upcast_min_rows(bundle, mode) > 0 && gemv_kernel_available() ? kGemvMaxRows : 0;
+  // Also where the CPU has bf16 arithmetic: a decode step is memory-bound, and on a Sapphire
+  // Rapids VM with AMX LibTorch's bf16 GEMV streamed 18 GB/s against the kernel's 27 (README).
+  const bool narrow = bundle.dtype == torch::kBFloat16 || bundle.dtype == torch::kHalf;
+  return bundle.device.is_cpu() && narrow && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {

@@ -1,7 +1,7 @@
 #pragma once
 // Internal header. Where a bfloat16 / float16 model multiplies in float32 on the CPU.
 //
-// Without AVX512-BF16 / AMX (or AVX512-FP16), LibTorch's reduced-precision CPU GEMM runs several
+// Without AVX512-BF16 / AMX (or AMX-FP16), LibTorch's reduced-precision CPU GEMM runs several
 // times below its float32 rate: on the 2-core AVX2 EPYC of the README, 21 vs 134 GFLOP/s. The
 // exported modules (tools/era_tools/llava_model.py: Linear and the attention cores) can widen a
 // compute-bound matmul (at least `cpu_upcast_min_rows` rows: the vision tower, prefill) to float32
@@ -30,16 +30,17 @@ std::string cpu_matmul_name(CpuMatmul mode);
 // Does /proc/cpuinfo list `flag` (e.g. "avx512_bf16") for this CPU? Read once; false where unreadable.
 bool cpu_has_flag(const std::string& flag);
 
-// Does this CPU have vector arithmetic in `dtype` (bf16: avx512_bf16 or amx_bf16; fp16:
-// avx512_fp16 or amx_fp16)? float32 always; read from /proc/cpuinfo's flags once.
+// Does this CPU have vector arithmetic in `dtype` that LibTorch's GEMM uses (bf16: avx512_bf16
+// or amx_bf16; fp16: amx_fp16, on LibTorch 2.x)? float32 always; read from /proc/cpuinfo once.
 bool cpu_has_native_arithmetic(torch::ScalarType dtype);
 
 // The row count from which matmuls widen to float32 for this bundle's device, dtype and mode
 // (0 = never: a float32 model, a GPU, kNative, or kAuto on a CPU with native arithmetic).
 int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode);
 
-// The row count up to which Linear calls era's decode kernel (model/cpu_gemv.h; 0 = never): the
-// same bundles and modes as the widening, on a CPU the kernel runs on.
+// The row count up to which Linear calls era's decode kernel (model/cpu_gemv.h; 0 = never): a
+// bf16 / fp16 bundle on a CPU the kernel runs on, in every mode but kNative (also where the CPU
+// has bf16 arithmetic: the kernel streams the weights faster than LibTorch's bf16 GEMV there too).
 int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 
 // Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that

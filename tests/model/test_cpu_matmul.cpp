@@ -12,6 +12,7 @@
 #include "era/debug.h"
 #include "era/era.h"
 #include "model/bundle.h"
+#include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
 #include "pipeline/session_internals.h"
 #include "test_support.h"
@@ -59,6 +60,33 @@ TEST(CpuMatmul, Float32ModelsAndNativeModeAreNeverWidened) {
   EXPECT_EQ(cpu_upcast_min_rows(bf16, CpuMatmul::kAuto),
             cpu_has_native_arithmetic(torch::kBFloat16) ? 0 : cpu_upcast_min_rows(bf16, CpuMatmul::kFloat32));
   EXPECT_TRUE(cpu_has_native_arithmetic(torch::kFloat));
+}
+
+// fp16 is widened unless the CPU has AMX-FP16 (AVX512-FP16 alone: LibTorch's fp16 GEMM at half
+// its float32 rate; LibTorch 1.13: no CPU fp16 matmul at all), and the fp16 model then runs.
+TEST(CpuMatmul, Float16IsWidenedWithoutAmxFp16) {
+  EXPECT_EQ(cpu_has_native_arithmetic(torch::kHalf),
+            cpu_has_flag("amx_fp16") && compat::kVectorisedReducedPrecisionMatmul);
+  if (!compat::kVectorisedReducedPrecisionMatmul) GTEST_SKIP() << "LibTorch 1.13 refuses fp16 on the CPU at load";
+  ModelBundle fp16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kHalf);
+  if (cpu_has_native_arithmetic(torch::kHalf)) GTEST_SKIP() << "this CPU has AMX-FP16";
+  EXPECT_GT(cpu_upcast_min_rows(fp16, CpuMatmul::kAuto), 0);
+}
+
+// era's decode kernel serves every bf16 / fp16 CPU bundle except in kNative, whether or not the
+// CPU has bf16 arithmetic (a decode step is memory-bound: the kernel streams faster than
+// LibTorch's bf16 GEMV on an AMX CPU too).
+TEST(CpuMatmul, DecodeKernelServesNarrowCpuBundlesInEveryModeButNative) {
+  const int64_t on = gemv_kernel_available() ? kGemvMaxRows : 0;
+  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+  for (auto m : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) EXPECT_EQ(cpu_gemv_max_rows(f32, m), 0);
+  for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    if (dtype == torch::kHalf && !compat::kVectorisedReducedPrecisionMatmul) continue;  // refused at load on 1.13
+    ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, dtype);
+    EXPECT_EQ(cpu_gemv_max_rows(b, CpuMatmul::kAuto), on);
+    EXPECT_EQ(cpu_gemv_max_rows(b, CpuMatmul::kFloat32), on);
+    EXPECT_EQ(cpu_gemv_max_rows(b, CpuMatmul::kNative), 0);
+  }
 }
 
 TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
