@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """tools/bench_llamacpp.py without llama.cpp: its argument errors (one line, exit 2, the flag
 named), the per-process peak RSS it reports (a child that holds 300 MiB reads as at least that,
-one that holds nothing reads well below), and the side-by-side table with its ratios.
+one that holds nothing reads well below), a child killed by a signal named by it, the build
+folder per set of extra CMake arguments, and the side-by-side table with its ratios (and with a
+failed engine: its cells and its reason, the others' numbers kept).
 
     test_bench_llamacpp.py [unittest options]
 """
@@ -33,7 +35,8 @@ class ArgumentsTest(unittest.TestCase):
 
     def test_bad_prompts_and_counts_are_refused(self):
         for argv, needle in ((["--prompts", "600,abc"], "--prompts"), (["--prompts", "8"], "at least 32"),
-                             (["--rounds", "0"], "--rounds 0"), (["--threads", "-1"], "--threads -1")):
+                             (["--rounds", "0"], "--rounds 0"), (["--threads", "-1"], "--threads -1"),
+                             (["--llama-cmake-args=-DX='unclosed"], "--llama-cmake-args")):
             code, err = self.error_of("--llama-cpp", REPO, *argv)
             self.assertEqual(code, 2, argv)
             self.assertIn(needle, err, argv)
@@ -60,6 +63,28 @@ class PeakRssTest(unittest.TestCase):
         self.assertIn("boom", str(ctx.exception))
 
 
+class ChildFailureTest(unittest.TestCase):
+    def test_a_signal_is_named_and_sigill_points_at_the_cmake_arguments(self):
+        with self.assertRaises(bl.BenchError) as ctx:
+            bl.measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"],
+                        "llama-bench x.gguf")
+        self.assertIn("llama-bench x.gguf failed (killed by SIGILL", str(ctx.exception))
+        self.assertIn("--llama-cmake-args", str(ctx.exception))
+        self.assertEqual(bl.exit_reason(-9), "killed by SIGKILL")
+        self.assertEqual(bl.exit_reason(3), "exit 3")
+
+    def test_each_set_of_cmake_arguments_gets_its_own_build(self):
+        plain = bl.build_folder("/w", [])
+        a = bl.build_folder("/w", ["-DCMAKE_C_FLAGS=-mno-amx-tile"])
+        b = bl.build_folder("/w", ["-DCMAKE_C_FLAGS=-mno-amx-int8"])
+        self.assertEqual(plain, "/w/llama.cpp-build")
+        self.assertTrue(a.startswith("/w/llama.cpp-build-"))
+        self.assertEqual(len({plain, a, b}), 3)
+        self.assertEqual(a, bl.build_folder("/w", ["-DCMAKE_C_FLAGS=-mno-amx-tile"]))
+        args = bl.parse_args(["--llama-cpp", "x", "--llama-cmake-args=-DA=1 '-DB=x y'"])
+        self.assertEqual(args.llama_cmake, ["-DA=1", "-DB=x y"])
+
+
 class TableTest(unittest.TestCase):
     def test_medians_and_ratios(self):
         args = bl.parse_args(["--llama-cpp", "x", "--rounds", "3", "--layers", "8", "--threads", "2"])
@@ -78,6 +103,20 @@ class TableTest(unittest.TestCase):
         self.assertIn("era / llama.cpp, bf16: prefill @600 1.80x, prefill @160 1.83x, decode 2.00x", text)
         self.assertIn("era / llama.cpp, int8 vs Q8_0: prefill @600 2.00x, prefill @160 2.00x, decode 0.50x", text)
         self.assertIn("2 threads", text)
+
+    def test_a_failed_engine_keeps_the_others_numbers(self):
+        args = bl.parse_args(["--llama-cpp", "x", "--rounds", "2"])
+        ok = {"prefill": {600: 50, 160: 60}, "decode_ms": 100, "rss": 2 << 30}
+        runs = {"era-bf16": [ok, ok], "llama-bf16": [ok, ok], "era-int8": [ok, ok],
+                "llama-q8_0": [{"error": "llama-bench q8.gguf failed (killed by SIGILL: ...)\ntail"},
+                               {"error": "llama-bench q8.gguf failed (killed by SIGILL: ...)"}]}
+        text = bl.table(args, runs, "abc")
+        q8 = [line for line in text.splitlines() if "Q8_0" in line and line.startswith("|")][0]
+        self.assertEqual(q8.count("failed"), 4, q8)  # two prefill cells, decode, RSS
+        self.assertIn("era / llama.cpp, bf16: prefill @600 1.00x", text)
+        self.assertIn("int8 vs Q8_0: no ratio", text)
+        self.assertIn("failed: llama-q8_0, round 1: llama-bench q8.gguf failed (killed by SIGILL", text)
+        self.assertNotIn("tail", text)  # one line per failure
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
     bench_llamacpp.py --llama-cpp SRC [--work DIR] [--layers 8] [--threads N] [--rounds 3]
                       [--prompts 600,160] [--decode 32] [--era-bench build/era_bench]
+                      [--llama-cmake-args="-DFLAG=VALUE ..."]
 
 Nothing is downloaded. SRC is a llama.cpp source tree the user already has (a git checkout, or
 the vendor/llama.cpp folder of the llama-cpp-python sdist); it is built once under
-WORK/llama.cpp-build (llama-bench only, Release, GGML_NATIVE). The model is drawn once by
+WORK/llama.cpp-build (llama-bench only, Release, GGML_NATIVE; with --llama-cmake-args, which are
+added to its configure line, under WORK/llama.cpp-build-<digest of those arguments>). The model is drawn once by
 tools/make_random_bundle.py from a LLaVA-1.5 config whose language model has LLaMA-7B's width
 (hidden 4096, MLP 11008, 32 heads, vocabulary 32064) and --layers layers:
   - era: bfloat16 bundle, and the same weights with --int8 decoder;
@@ -21,11 +23,17 @@ rounds. Prefill: prompt tokens / prefill time (era_bench's prefill stage; llama-
 Decode: ms per generated token (era: decode steps after the shorter prompt; llama-bench: tg from
 an empty context). RSS: the process's peak resident memory (getrusage of the child), model
 loading included.
+
+A run that fails (e.g. llama.cpp killed by an instruction the CPU or its VM refuses) does not
+stop the others: its cells read "failed", the reasons follow the table, the exit status is 1.
 """
 import argparse
 import json
 import os
+import hashlib
 import platform
+import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -61,7 +69,14 @@ def parse_args(argv=None):
     p.add_argument("--python", default=sys.executable,
                    help="Python with torch (era's exporter) and numpy + sentencepiece (the converter)")
     p.add_argument("--json", help="also write every measurement here")
+    p.add_argument("--llama-cmake-args", default="", metavar="ARGS",
+                   help="extra arguments for llama.cpp's CMake configure line, shell-quoted, given "
+                        "with '=' (they start with '-'): --llama-cmake-args=\"-DGGML_AVX512=OFF\"")
     args = p.parse_args(argv)
+    try:
+        args.llama_cmake = shlex.split(args.llama_cmake_args)
+    except ValueError as e:
+        raise BenchError(f"--llama-cmake-args {args.llama_cmake_args!r}: {e}") from None
     try:
         args.prompt_lengths = [int(x) for x in args.prompts.split(",") if x.strip()]
     except ValueError:
@@ -99,24 +114,47 @@ def measured(cmd, what):
     err = b"".join(chunks["err"]).decode("utf-8", "replace")
     if proc.returncode != 0:
         tail = "\n".join((err or out).strip().splitlines()[-8:])
-        raise BenchError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+        raise BenchError(f"{what} failed ({exit_reason(proc.returncode)}): {' '.join(cmd)}\n{tail}")
     return out, usage.ru_maxrss * 1024  # Linux: kilobytes
 
 
-def build_llama_cpp(src, work, threads):
-    """llama-bench from the user's source tree, built once (Release, native CPU features)."""
+def exit_reason(code):
+    """'exit 3', or the signal that killed the child, by name (a negative return code)."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    if name == "SIGILL":
+        return ("killed by SIGILL: an instruction this CPU or its VM refuses; rebuild without it "
+                "with --llama-cmake-args")
+    return f"killed by {name}"
+
+
+def build_folder(work, cmake_args):
+    """One build per set of extra CMake arguments, so changing them never reuses a stale build."""
+    if not cmake_args:
+        return os.path.join(work, "llama.cpp-build")
+    digest = hashlib.sha256("\0".join(cmake_args).encode()).hexdigest()[:10]
+    return os.path.join(work, f"llama.cpp-build-{digest}")
+
+
+def build_llama_cpp(src, work, threads, cmake_args=()):
+    """llama-bench from the user's source tree, built once (Release, native CPU features, then
+    the user's extra arguments, which therefore win)."""
     if not os.path.isfile(os.path.join(src, "CMakeLists.txt")) or \
             not os.path.isfile(os.path.join(src, "convert_hf_to_gguf.py")):
         raise BenchError(f"--llama-cpp {src}: not a llama.cpp source tree "
                          f"(needs CMakeLists.txt and convert_hf_to_gguf.py)")
-    build = os.path.join(work, "llama.cpp-build")
+    build = build_folder(work, list(cmake_args))
     for cand in (os.path.join(build, "bin", "llama-bench"), os.path.join(build, "llama-bench")):
         if os.path.isfile(cand):
             return cand
     print(f"bench_llamacpp: building llama-bench from {src} in {build} (once; minutes)", flush=True)
     flags = ["-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF",
              "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-             "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=ON"]
+             "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=ON"] + list(cmake_args)
     measured(["cmake", "-S", src, "-B", build] + flags, "configuring llama.cpp")
     measured(["cmake", "--build", build, "--target", "llama-bench", "-j", str(threads)],
              "building llama-bench")
@@ -127,12 +165,12 @@ def build_llama_cpp(src, work, threads):
 
 
 def exporter_digest():
-    """A digest of the era_tools sources that shape a bundle."""
-    import hashlib
+    """A digest of the era_tools sources that shape a bundle (this script is not one of them:
+    editing it must not redraw the models)."""
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
+        if name.endswith(".py") and name != os.path.basename(__file__):
             with open(os.path.join(here, name), "rb") as f:
                 h.update(name.encode() + b"\0" + f.read())
     return h.hexdigest()[:16]
@@ -234,20 +272,36 @@ def run_llama(args, bench, gguf):
     return result
 
 
+# The CPU features that decide which kernels either engine runs, as /proc/cpuinfo names them.
+ISA_SHOWN = (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
+             ("avx512_vnni", "VNNI"), ("amx_bf16", "AMX-BF16"), ("amx_int8", "AMX-INT8"))
+
+
 def cpu_name():
+    """The CPU's model name and the kernel-deciding features it lists ("Intel(R) Xeon(R)
+    Processor (AVX2, AVX-512, AVX512-BF16, VNNI, AMX-BF16, AMX-INT8)")."""
+    name, flags = None, set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if line.startswith("model name") and name is None:
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return platform.processor() or "unknown CPU"
+    name = name or platform.processor() or "unknown CPU"
+    shown = [label for flag, label in ISA_SHOWN if flag in flags]
+    return f"{name} ({', '.join(shown)})" if shown else name
 
 
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
+
+
+def cell(value, fmt):
+    return "failed" if value != value else fmt.format(value)  # NaN: no run finished
 
 
 def table(args, runs, llama_build):
@@ -260,12 +314,12 @@ def table(args, runs, llama_build):
     for key, engine, weights in (("era-bf16", "era", "bf16"), ("llama-bf16", "llama.cpp", "bf16"),
                                  ("era-int8", "era", "int8 (per-channel)"),
                                  ("llama-q8_0", "llama.cpp", "Q8_0")):
-        r = runs[key]
+        r = [x for x in runs[key] if "error" not in x]
         row = [engine, weights]
         for p in args.prompt_lengths:
-            row.append(f"{median([x['prefill'].get(p) for x in r]):.1f}")
-        row.append(f"{median([x['decode_ms'] for x in r]):.1f}")
-        row.append(f"{median([x['rss'] for x in r]) / 2**30:.2f}")
+            row.append(cell(median([x["prefill"].get(p) for x in r]), "{:.1f}"))
+        row.append(cell(median([x["decode_ms"] for x in r]), "{:.1f}"))
+        row.append(cell(median([x["rss"] for x in r]) / 2**30, "{:.2f}"))
         rows.append(row)
     widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
     fmt = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -273,15 +327,22 @@ def table(args, runs, llama_build):
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines.extend(fmt(r) for r in rows)
     lines.append("")
+    done = {k: [x for x in v if "error" not in x] for k, v in runs.items()}
     for era_key, llama_key, label in (("era-bf16", "llama-bf16", "bf16"), ("era-int8", "llama-q8_0", "int8 vs Q8_0")):
+        if not done[era_key] or not done[llama_key]:
+            lines.append(f"era / llama.cpp, {label}: no ratio (a side has no finished run)")
+            continue
         ratios = []
         for p in args.prompt_lengths:
-            e = median([x["prefill"].get(p) for x in runs[era_key]])
-            l = median([x["prefill"].get(p) for x in runs[llama_key]])
+            e = median([x["prefill"].get(p) for x in done[era_key]])
+            l = median([x["prefill"].get(p) for x in done[llama_key]])
             ratios.append(f"prefill @{p} {e / l:.2f}x")
-        d = median([x["decode_ms"] for x in runs[llama_key]]) / median([x["decode_ms"] for x in runs[era_key]])
+        d = median([x["decode_ms"] for x in done[llama_key]]) / median([x["decode_ms"] for x in done[era_key]])
         lines.append(f"era / llama.cpp, {label}: " + ", ".join(ratios) + f", decode {d:.2f}x "
                      f"(above 1: era faster)")
+    failures = [(k, i + 1, x["error"]) for k, v in runs.items() for i, x in enumerate(v) if "error" in x]
+    for key, round_no, error in failures:
+        lines.append(f"failed: {key}, round {round_no}: {error.splitlines()[0]}")
     return "\n".join(lines)
 
 
@@ -292,7 +353,7 @@ def main(argv=None):
         if not os.access(args.era_bench, os.X_OK):
             raise BenchError(f"--era-bench {args.era_bench}: not an executable (build era first: "
                              f"bash tools/setup.sh)")
-        bench = build_llama_cpp(args.llama_cpp, args.work, args.threads)
+        bench = build_llama_cpp(args.llama_cpp, args.work, args.threads, args.llama_cmake)
         paths = make_models(args)
         image = os.path.join(REPO, "tests", "data", "sample.png")
         n_text = text_tokens(args, paths["era-bf16"], image)
@@ -300,21 +361,28 @@ def main(argv=None):
             raise BenchError(f"--prompts: each length must exceed the {n_text} text tokens")
         runs = {k: [] for k in ("era-bf16", "llama-bf16", "era-int8", "llama-q8_0")}
         llama_build = "?"
+        plan = (("era-bf16", lambda: run_era(args, paths["era-bf16"], image, n_text)),
+                ("llama-bf16", lambda: run_llama(args, bench, paths["gguf-bf16"])),
+                ("era-int8", lambda: run_era(args, paths["era-int8"], image, n_text)),
+                ("llama-q8_0", lambda: run_llama(args, bench, paths["gguf-q8_0"])))
         for r in range(args.rounds):
             print(f"bench_llamacpp: round {r + 1} of {args.rounds}", flush=True)
-            runs["era-bf16"].append(run_era(args, paths["era-bf16"], image, n_text))
-            x = run_llama(args, bench, paths["gguf-bf16"])
-            llama_build = x["build"]
-            runs["llama-bf16"].append(x)
-            runs["era-int8"].append(run_era(args, paths["era-int8"], image, n_text))
-            runs["llama-q8_0"].append(run_llama(args, bench, paths["gguf-q8_0"]))
+            for key, run in plan:
+                try:
+                    x = run()
+                except BenchError as e:  # the other engines' runs still count
+                    print(f"bench_llamacpp: {key} failed in round {r + 1}: {e}", file=sys.stderr, flush=True)
+                    x = {"error": str(e)}
+                llama_build = x.get("build") or llama_build
+                runs[key].append(x)
         text = table(args, runs, llama_build)
         print(text)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump({"machine": cpu_name(), "threads": args.threads, "layers": args.layers,
-                           "rounds": runs, "llama_cpp": llama_build}, f, indent=1)
-        return 0
+                           "rounds": runs, "llama_cpp": llama_build,
+                           "llama_cmake_args": args.llama_cmake}, f, indent=1)
+        return 1 if any("error" in x for v in runs.values() for x in v) else 0
     except BenchError as e:
         print(f"bench_llamacpp: error: {e}", file=sys.stderr)
         return 2
