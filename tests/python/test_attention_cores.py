@@ -174,7 +174,8 @@ class AttentionCoresTest(unittest.TestCase):
 
 class ExportAttentionTest(unittest.TestCase):
     """The exporter CLI with each --attention the running torch has: the manifest records it,
-    the export's own reload check passes, and TorchScript's deprecation warnings stay quiet."""
+    the export's own reload check passes, TorchScript's deprecation warnings stay quiet, and the
+    vision tower's attention core is the mode's."""
 
     def test_export_each_attention(self):
         modes = ["math", "sdpa"] if lm.sdpa_available() else ["math"]
@@ -189,6 +190,10 @@ class ExportAttentionTest(unittest.TestCase):
                 self.assertIn(f"attention {mode}", r.stdout)
                 self.assertNotIn("is deprecated", r.stderr)
                 self.assertNotIn("Warning", r.stderr)
+                # the vision tower's layers take the same core: fused SDPA or softmax(QK^T) V
+                vision = torch.jit.load(os.path.join(out, "vision.pt"))
+                core = dict(vision.named_modules())["encoder.layers.0.self_attn.core"]
+                self.assertEqual("scaled_dot_product_attention" in core.code, mode == "sdpa", mode)
         if not lm.sdpa_available():
             self.skipTest(f"math exported; {NO_SDPA}")
 

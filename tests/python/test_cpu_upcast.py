@@ -193,6 +193,36 @@ class VisionAttentionTest(unittest.TestCase):
             self.assertTrue(torch.equal(a, b))
 
     @torch.no_grad()
+    def test_clip_sdpa_core_equals_the_math_core(self):
+        """The fused vision core (attention 'sdpa') gives the math core's output (float32:
+        rounding noise; bf16: within bf16 rounding; widened: likewise), and the float32
+        saliency maps ERA reads are the very same tensors whichever core runs."""
+        if not lm.sdpa_available():
+            with self.assertRaisesRegex(ValueError, r"needs torch >= 2\.1"):
+                lm.make_vision_core("sdpa", 0.125)
+            self.skipTest(f"torch {torch.__version__} has no scaled_dot_product_attention(scale=)")
+        cfg = types.SimpleNamespace(hidden_size=64, num_heads=4, has_cls=True)
+        for dtype, tol in ((torch.float32, 1e-5), (BF16, 0.03)):
+            torch.manual_seed(6)
+            math_attn = lm.CLIPAttention(cfg, attention="math", dtype=dtype)
+            sdpa_attn = lm.CLIPAttention(cfg, attention="sdpa", dtype=dtype)
+            sdpa_attn.load_state_dict(math_attn.state_dict())
+            m, f = torch.jit.script(math_attn), torch.jit.script(sdpa_attn)
+            self.assertIn("scaled_dot_product_attention", f.core.code)
+            self.assertNotIn("scaled_dot_product_attention", m.core.code)
+            x = torch.randn(1, 17, 64, dtype=dtype)
+            for rows in (0, ROWS):  # native, then widened to float32
+                m.cpu_upcast_min_rows = f.cpu_upcast_min_rows = rows
+                a, b = m(x, True), f(x, True)
+                scale = float(a[0].float().abs().max())
+                err = float((a[0].float() - b[0].float()).abs().max())
+                self.assertLess(err, tol * scale, (dtype, rows))
+                for sa, sb in zip(a[1:], b[1:]):
+                    self.assertTrue(torch.equal(sa, sb), (dtype, rows))
+        # not vacuous: another input moves the output far beyond the tolerances above
+        self.assertGreater(float((m(x * 2, False)[0].float() - a[0].float()).abs().max()), 0.1 * scale)
+
+    @torch.no_grad()
     def test_qwen_vision_attention_has_the_switch(self):
         cfg = types.SimpleNamespace(hidden_size=64, num_heads=4)
         m = torch.jit.script(qm.QwenVisionAttention(cfg, dtype=BF16))

@@ -79,16 +79,16 @@ def load_modules(bundle, dtype, device):
         scripted = torch_versions.load(os.path.join(bundle, files[key]), map_location="cpu")
         return {k: p for k, p in scripted.named_parameters()}
 
-    vision = _assign(VisionTower(vcfg, device="meta", dtype=dtype), weights("vision"), dtype,
-                     "vision")
+    attention = m["exported_with"].get("attention", "math")
+    vision = _assign(VisionTower(vcfg, attention=attention, device="meta", dtype=dtype),
+                     weights("vision"), dtype, "vision")
     proj_w = weights("projector")
     projector = _assign(Projector(v["hidden_size"], t["hidden_size"],
                                   bias="linear_1.bias" in proj_w,
                                   image_newline="image_newline" in proj_w, device="meta",
                                   dtype=dtype), proj_w, dtype, "projector")
-    decoder = _assign(LlamaDecoder(tcfg, attention=m["exported_with"].get("attention", "math"),
-                                   device="meta", dtype=dtype), weights("decoder"), dtype,
-                      "decoder")
+    decoder = _assign(LlamaDecoder(tcfg, attention=attention, device="meta", dtype=dtype),
+                      weights("decoder"), dtype, "decoder")
     return [mod.to(device) for mod in (vision, projector, decoder)] + [dtype]
 
 

@@ -449,7 +449,8 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     prepare_out(out)
 
     with torch.no_grad():
-        modules = {"vision": build_vision(ckpt, dtype), "projector": build_projector(ckpt, dtype),
+        modules = {"vision": build_vision(ckpt, dtype, attention),
+                   "projector": build_projector(ckpt, dtype),
                    "decoder": build_decoder(ckpt, dtype, attention)}
     ckpt.vision, ckpt.projector, ckpt.text = {}, {}, {}  # the modules own the weights now
     if int8:

@@ -47,11 +47,11 @@ class SiglipVisionTower(nn.Module):
     select strategy transformers drops the first token even though SigLIP has no CLS (N' = N-1),
     and era does the same so the features match; OneVision's configs say "full" (N' = N)."""
 
-    def __init__(self, cfg, device=None, dtype=None):
+    def __init__(self, cfg, attention="math", device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.embeddings = SiglipEmbeddings(cfg, **kw)
-        self.encoder = CLIPEncoder(cfg, **kw)
+        self.encoder = CLIPEncoder(cfg, attention=attention, **kw)
         self.first_token = 0 if cfg.select_strategy == "full" else 1
 
     def forward(self, pixel_values: torch.Tensor
