@@ -64,7 +64,7 @@ MachineLimits measure_machine(int threads, double seconds) {
     for (int64_t i = 0; i < copies; ++i) w1.push_back(torch::randn({N1, K1}, opt));
     size_t next = 0;
     const auto weight = [&]() -> const torch::Tensor& { return w1[next++ % w1.size()]; };
-    const double bytes = static_cast<double>(w1[0].numel() * w1[0].element_size());
+    const double bytes = static_cast<double>(copy_bytes);
     const double t1 = best_seconds([&] { (void)torch::linear(x1, weight()); }, slice);
     m.gemv.push_back({dtype_name(dtype), 1, K1, N1, 2.0 * K1 * N1 / t1 / 1e9});
     m.gemv_gbs.push_back(bytes / t1 / 1e9);

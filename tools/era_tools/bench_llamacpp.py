@@ -28,9 +28,9 @@ A run that fails (e.g. llama.cpp killed by an instruction the CPU or its VM refu
 stop the others: its cells read "failed", the reasons follow the table, the exit status is 1.
 """
 import argparse
+import hashlib
 import json
 import os
-import hashlib
 import platform
 import shlex
 import signal
@@ -311,10 +311,11 @@ def table(args, runs, llama_build):
     head = ["engine", "weights"] + [f"prefill tok/s @{p}" for p in args.prompt_lengths] + \
         ["decode ms/tok", "peak RSS GiB"]
     rows = []
+    done = {k: [x for x in v if "error" not in x] for k, v in runs.items()}  # finished runs
     for key, engine, weights in (("era-bf16", "era", "bf16"), ("llama-bf16", "llama.cpp", "bf16"),
                                  ("era-int8", "era", "int8 (per-channel)"),
                                  ("llama-q8_0", "llama.cpp", "Q8_0")):
-        r = [x for x in runs[key] if "error" not in x]
+        r = done[key]
         row = [engine, weights]
         for p in args.prompt_lengths:
             row.append(cell(median([x["prefill"].get(p) for x in r]), "{:.1f}"))
@@ -327,7 +328,6 @@ def table(args, runs, llama_build):
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines.extend(fmt(r) for r in rows)
     lines.append("")
-    done = {k: [x for x in v if "error" not in x] for k, v in runs.items()}
     for era_key, llama_key, label in (("era-bf16", "llama-bf16", "bf16"), ("era-int8", "llama-q8_0", "int8 vs Q8_0")):
         if not done[era_key] or not done[llama_key]:
             lines.append(f"era / llama.cpp, {label}: no ratio (a side has no finished run)")
