@@ -189,6 +189,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.model = session.info();
   report.threads = at::get_num_threads();
   report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
+  report.optimize_graphs = SessionAccess::state(session).bundle.optimize_graphs;
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
   report.input = std::move(prepared);
@@ -220,6 +221,7 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["dtype"] = report.model.dtype;
   j["threads"] = report.threads;
   j["cpu_matmul"] = {{"mode", o.session.cpu_matmul}, {"float32_from_rows", report.cpu_upcast_min_rows}};
+  j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
   j["warmup"] = o.warmup;
   j["repeat"] = o.repeat;
   j["max_new_tokens"] = o.max_new_tokens;

@@ -71,6 +71,7 @@ struct BenchReport {
   int64_t resident_before_open = 0, resident_after_open = 0;
   int threads = 0;
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
+  bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
   torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got

@@ -19,6 +19,7 @@ struct ModelFlags {
   std::string dtype;
   int threads = 0;
   std::string cpu_matmul = "auto";
+  std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;
 };
 
@@ -78,6 +79,11 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
                  "decode steps on era's AVX2 kernel where the CPU has no bf16/fp16 arithmetic; 'float32' = always; "
                  "'native' = never")
       ->check(CLI::IsMember({"auto", "float32", "native"}))
+      ->capture_default_str();
+  app.add_option("--jit-optimize", f.jit_optimize,
+                 "TorchScript's graph optimiser: 'auto' = off on the CPU (it slows the first two requests and speeds "
+                 "up none), on for CUDA; 'on'; 'off'")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")
       ->check(CLI::Range(int64_t{1}, kMaxImagePixels))
@@ -148,6 +154,7 @@ inline SessionOptions session_options(const ModelFlags& f) {
   so.dtype = f.dtype;
   so.num_threads = f.threads;
   so.cpu_matmul = f.cpu_matmul;
+  so.jit_optimize = f.jit_optimize;
   so.max_image_pixels = f.max_image_pixels;
   return so;
 }

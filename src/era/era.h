@@ -55,6 +55,11 @@ struct SessionOptions {
   // where the CPU has no arithmetic in that dtype (no AVX512-BF16 / AMX), "float32" always does
   // both, "native" neither (LibTorch's kernels in the model's dtype).
   std::string cpu_matmul = "auto";
+  // TorchScript's graph optimiser: "auto" = off on the CPU (there it only delays the first two
+  // requests: it compiles each method on its second call, and no CPU fuser makes the result
+  // faster), on for CUDA; "on"; "off". LibTorch's switch is per thread: era sets it around its
+  // own calls into the model and leaves the caller's threads as they were.
+  std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
 };
 

@@ -23,6 +23,9 @@ struct ModelBundle {
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat;
   torch::Tensor image_newline;  // [D] LLaVA-NeXT's row separator token (undefined for LLaVA-1.5)
+  // Whether TorchScript optimises the modules' graphs (model/graph_optimizer.h): set by the
+  // session, honoured by every call through GraphOptimizerScope.
+  bool optimize_graphs = true;
 };
 
 // Parses "float32"/"fp32"/"float16"/"fp16"/"half"/"bfloat16"/"bf16"; throws kInvalidArgument.

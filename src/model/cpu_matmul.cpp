@@ -72,6 +72,10 @@ int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return kUpcastMinRows;
 }
 
+bool cpu_matmuls_in_float32(const ModelBundle& bundle, CpuMatmul mode) {
+  return !bundle.device.is_cpu() || bundle.dtype == torch::kFloat || cpu_upcast_min_rows(bundle, mode) > 0;
+}
+
 int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   // Also where the CPU has bf16 arithmetic: a decode step is memory-bound, and on a Sapphire
   // Rapids VM with AMX LibTorch's bf16 GEMV streamed 18 GB/s against the kernel's 27 (README).

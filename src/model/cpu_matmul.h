@@ -38,6 +38,11 @@ bool cpu_has_native_arithmetic(torch::ScalarType dtype);
 // (0 = never: a float32 model, a GPU, kNative, or kAuto on a CPU with native arithmetic).
 int64_t cpu_upcast_min_rows(const ModelBundle& bundle, CpuMatmul mode);
 
+// Do this CPU bundle's compute-bound products run in float32 (a float32 model, or a bf16 / fp16
+// one widened: cpu_upcast_min_rows > 0), that is in LibTorch's float32 BLAS? True off the CPU
+// too (nothing to change there). util/cpu_threads.h sizes the thread pools by it.
+bool cpu_matmuls_in_float32(const ModelBundle& bundle, CpuMatmul mode);
+
 // The row count up to which Linear calls era's decode kernel (model/cpu_gemv.h; 0 = never): a
 // bf16 / fp16 bundle on a CPU the kernel runs on, in every mode but kNative (also where the CPU
 // has bf16 arithmetic: the kernel streams the weights faster than LibTorch's bf16 GEMV there too).

@@ -1,10 +1,12 @@
 #include "model/decoder.h"
 
 #include "era/error.h"
+#include "model/graph_optimizer.h"
 
 namespace era {
 
 torch::Tensor Decoder::embed(const torch::Tensor& ids) {
+  GraphOptimizerScope scope(bundle_);
   return bundle_.decoder.get_method("embed")({ids.to(bundle_.device, torch::kLong)}).toTensor();
 }
 
@@ -41,6 +43,7 @@ torch::Tensor Decoder::forward(const torch::Tensor& embeds, const torch::Tensor&
                                KvCache& cache, bool last_only, const LarSettings& lar) {
   auto args = inputs(embeds, positions, key_log_bias, cache, lar);
   args.emplace_back(last_only);
+  GraphOptimizerScope scope(bundle_);
   return bundle_.decoder.forward(std::move(args)).toTensor();
 }
 
@@ -48,6 +51,7 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::forward_with_attention(const to
                                                                         const torch::Tensor& positions,
                                                                         const torch::Tensor& key_log_bias, KvCache& cache,
                                                                         const LarSettings& lar) {
+  GraphOptimizerScope scope(bundle_);
   const auto out = bundle_.decoder.get_method("forward_with_attention")(inputs(embeds, positions, key_log_bias, cache, lar)).toTuple();
   return {out->elements()[0].toTensor(), out->elements()[1].toTensor()};
 }
@@ -75,6 +79,7 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& 
   }
   const int64_t start = cache.layer_length(begin);
   cache.advance_layers(begin, end, x.size(1));  // checks lengths and capacity before the module writes
+  GraphOptimizerScope scope(bundle_);
   const auto out = bundle_.decoder.get_method("run_range")({x, positions.to(bundle_.device, torch::kLong), start,
                                                             key_log_bias.to(bundle_.device, torch::kFloat), cache.keys(),
                                                             cache.values(), scale,
@@ -87,10 +92,12 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& 
 }
 
 torch::Tensor Decoder::final_norm(const torch::Tensor& x) {
+  GraphOptimizerScope scope(bundle_);
   return bundle_.decoder.get_method("final_norm")({x}).toTensor();
 }
 
 torch::Tensor Decoder::logits(const torch::Tensor& x, bool last_only) {
+  GraphOptimizerScope scope(bundle_);
   return bundle_.decoder.get_method("logits")({x, last_only}).toTensor();
 }
 

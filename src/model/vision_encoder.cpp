@@ -1,6 +1,7 @@
 #include "model/vision_encoder.h"
 
 #include "era/error.h"
+#include "model/graph_optimizer.h"
 
 namespace era {
 
@@ -10,6 +11,7 @@ VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
     throw Error(ErrorCode::kInvalidArgument, "vision input must be [B,3," + std::to_string(v.image_size) + "," +
                                                  std::to_string(v.image_size) + "]");
   }
+  GraphOptimizerScope scope(bundle_);
   return outputs(bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}));
 }
 
@@ -17,6 +19,7 @@ VisionOutput VisionEncoder::encode_native(const torch::Tensor& patches, const to
   if (patches.dim() != 2 || grid_thw.dim() != 2 || grid_thw.size(1) != 3) {
     throw Error(ErrorCode::kInvalidArgument, "native vision input must be patches [P, D] and grid_thw [items, 3]");
   }
+  GraphOptimizerScope scope(bundle_);
   return outputs(bundle_.vision.forward({patches.to(bundle_.device, torch::kFloat), grid_thw.to(bundle_.device, torch::kLong)}));
 }
 
@@ -39,9 +42,11 @@ VisionOutput VisionEncoder::outputs(const c10::IValue& value) {
     r.cls_features = e[5].toTensor();
     r.mean_keys = e[6].toTensor();
   }
+  GraphOptimizerScope scope(bundle_);
   r.embeddings = bundle_.projector.forward({r.features}).toTensor();
   // A copy of the module handle (shares the weights): the callable outlives nothing it needs.
-  r.project = [projector = bundle_.projector](const torch::Tensor& features) mutable {
+  r.project = [projector = bundle_.projector, optimize = bundle_.optimize_graphs](const torch::Tensor& features) mutable {
+    GraphOptimizerScope scope(optimize);
     return projector.forward({features.unsqueeze(0)}).toTensor().squeeze(0);
   };
   return r;

@@ -12,6 +12,7 @@
 #include "era/era.h"
 #include "family/model_family.h"
 #include "model/cpu_matmul.h"
+#include "model/graph_optimizer.h"
 #include "pipeline/attention_report.h"
 #include "pipeline/error_boundary.h"
 #include "pipeline/preparation.h"
@@ -106,8 +107,11 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::open(const std::string& bundle_dir, const SessionOptions& options) try {
-  configure_cpu_threads(options.num_threads);
+  // Options are checked before the (slow) load, the thread count only after it: it depends on
+  // where the bundle's products run (util/cpu_threads.h).
+  check_cpu_threads(options.num_threads);
   const CpuMatmul cpu_matmul = parse_cpu_matmul(options.cpu_matmul);
+  const JitOptimize jit_optimize = parse_jit_optimize(options.jit_optimize);
   const auto device = device::resolve(options.device);
   std::optional<torch::ScalarType> dtype;
   if (!options.dtype.empty()) dtype = parse_dtype(options.dtype);
@@ -116,7 +120,9 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->options = options;
   impl->image_limits.max_pixels = options.max_image_pixels;
   impl->bundle = load_bundle(bundle_dir, device, dtype);
+  impl->bundle.optimize_graphs = optimize_graphs(jit_optimize, device);
   apply_cpu_matmul(impl->bundle, cpu_matmul);
+  configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));
   impl->family = make_model_family(impl->bundle);
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);

@@ -33,15 +33,40 @@ bool blas_runs_own_threads() {
   return get != nullptr && get() == 1;
 }
 
-int configure_cpu_threads(int requested) {
-  // LibTorch starts one OS thread per intra-op thread: 100000 would take minutes to start.
+CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
+                               bool blas_env_set, bool matmuls_in_blas) {
+  CpuThreadPlan plan;
+  if (requested > 0) {
+    plan.torch_threads = requested;
+    return plan;
+  }
+  if (torch_env_set) return plan;
+  if (!blas_own_threads) {
+    plan.torch_threads = usable_cpus;
+    return plan;
+  }
+  plan.torch_threads = matmuls_in_blas ? 1 : usable_cpus;
+  // Set both ways: an earlier session of this process may have shrunk OpenBLAS's pool.
+  if (!blas_env_set) plan.blas_threads = matmuls_in_blas ? usable_cpus : 1;
+  return plan;
+}
+
+void check_cpu_threads(int requested) {
   if (requested < 0 || requested > 1024)
     throw Error(ErrorCode::kInvalidArgument, "num_threads " + std::to_string(requested) + " is not between 0 and 1024");
-  if (requested > 0) {
-    at::set_num_threads(requested);
-  } else if (!std::getenv("OMP_NUM_THREADS") && !std::getenv("MKL_NUM_THREADS")) {
-    const int cpus = blas_runs_own_threads() ? 1 : usable_cpu_count();
-    if (at::get_num_threads() != cpus) at::set_num_threads(cpus);
+}
+
+int configure_cpu_threads(int requested, bool matmuls_in_blas) {
+  check_cpu_threads(requested);
+  const bool torch_env = std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS");
+  const bool blas_env = std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("GOTO_NUM_THREADS");
+  const CpuThreadPlan plan =
+      plan_cpu_threads(requested, usable_cpu_count(), torch_env, blas_runs_own_threads(), blas_env, matmuls_in_blas);
+  if (plan.torch_threads > 0 && at::get_num_threads() != plan.torch_threads) at::set_num_threads(plan.torch_threads);
+  if (plan.blas_threads > 0) {
+    using SetThreads = void (*)(int);
+    const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    if (set != nullptr) set(plan.blas_threads);
   }
   return at::get_num_threads();
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Internal header. LibTorch's intra-op thread count, set once per Session::open.
+// Internal header. LibTorch's intra-op thread count (and OpenBLAS's), set once per Session::open.
 
 namespace era {
 
@@ -13,11 +13,31 @@ int usable_cpu_count();
 // one (and 737 with 2 threads over libopenblas0-openmp, which shares LibTorch's OpenMP pool).
 bool blas_runs_own_threads();
 
-// Sets LibTorch's intra-op threads to `requested` when > 0. With 0: one per usable CPU (one if
-// blas_runs_own_threads()), unless OMP_NUM_THREADS or MKL_NUM_THREADS is set (then LibTorch's own
-// default stands). Debian's LibTorch 1.13 otherwise starts with a single thread on any machine;
-// PyPI's already uses one per core. Throws kInvalidArgument outside 0..1024. Returns the count in
-// effect.
-int configure_cpu_threads(int requested);
+// How many threads LibTorch and OpenBLAS get (0 = leave as it is).
+struct CpuThreadPlan {
+  int torch_threads = 0;
+  int blas_threads = 0;
+};
+
+// The policy, without side effects. `requested` > 0 wins. Otherwise, unless the environment sets
+// LibTorch's count (`torch_env_set`: OMP_NUM_THREADS / MKL_NUM_THREADS), one LibTorch thread per
+// usable CPU, except beside an OpenBLAS with its own pthreads (`blas_own_threads`): where the
+// session's big products run in that BLAS (`matmuls_in_blas`: a float32 model, or a bf16 one
+// widened to float32) LibTorch keeps one thread and OpenBLAS every CPU; where they do not (a bf16
+// model multiplied natively, by oneDNN, on a CPU with bf16 arithmetic) LibTorch takes every CPU
+// and OpenBLAS, left with the small float32 products, one thread (its pthreads would only compete
+// with LibTorch's: on the AMX Xeon VM of the README, Debian route, a request of the 7B-width bf16
+// model took 8.4-9.4 s with one LibTorch thread and 4.8-5.2 s with two and OpenBLAS at one).
+// OpenBLAS is left alone where OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS is set (`blas_env_set`).
+CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
+                               bool blas_env_set, bool matmuls_in_blas);
+
+// Throws kInvalidArgument for a requested count outside 0..1024 (LibTorch starts one OS thread per
+// intra-op thread: 100000 would take minutes to start).
+void check_cpu_threads(int requested);
+
+// Applies plan_cpu_threads for this process, after check_cpu_threads. Debian's LibTorch 1.13 otherwise starts with a single thread on any machine; PyPI's
+// already uses one per core. Returns LibTorch's count in effect.
+int configure_cpu_threads(int requested, bool matmuls_in_blas = true);
 
 }  // namespace era

@@ -200,5 +200,18 @@ TEST(EraBenchCli, ReportsWhereBfloat16MatmulsRunInFloat32) {
   EXPECT_NE(bad.err.find("--cpu-matmul"), std::string::npos) << bad.err;
 }
 
+TEST(EraBenchCli, ReportsWhetherTorchScriptOptimisesTheGraphs) {
+  for (const std::string mode : {"auto", "on", "off"}) {
+    const auto r = bench("--jit-optimize " + mode + " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["jit_optimize"]["mode"], mode);
+    EXPECT_EQ(j["jit_optimize"]["optimize_graphs"], mode == "on") << mode;  // auto: off on the CPU
+  }
+  const auto bad = bench("--jit-optimize sometimes --methods era --tokens 16 --repeat 1 -n 1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--jit-optimize"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace era

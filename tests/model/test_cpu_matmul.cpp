@@ -1,12 +1,9 @@
 // Where a bfloat16 model multiplies in float32 on the CPU (model/cpu_matmul.h): the policy per
 // device, dtype and mode; the attribute reaching every exported Linear and attention core; and a
 // bf16 session widened to float32 giving the prompt logits of the native bf16 run within bf16
-// rounding (same numerics, another kernel). LibTorch's intra-op threads (util/cpu_threads.h).
+// rounding (same numerics, another kernel).
 #include <gtest/gtest.h>
 
-#include <ATen/Parallel.h>
-
-#include <cstdlib>
 #include <iostream>
 
 #include "era/debug.h"
@@ -17,7 +14,6 @@
 #include "pipeline/session_internals.h"
 #include "test_support.h"
 #include "util/compat.h"
-#include "util/cpu_threads.h"
 
 namespace era {
 namespace {
@@ -143,21 +139,6 @@ TEST(CpuMatmul, SessionRejectsAnUnknownMode) {
   SessionOptions o;
   o.cpu_matmul = "turbo";
   test::expect_invalid_argument([&] { Session::open(test::bundle_dir(), o); }, "cpu_matmul 'turbo'");
-}
-
-TEST(CpuThreads, DefaultIsOnePerUsableCpuAndAnExplicitCountWins) {
-  const int before = at::get_num_threads();
-  EXPECT_GE(usable_cpu_count(), 1);
-  EXPECT_EQ(configure_cpu_threads(1), 1);
-  EXPECT_EQ(at::get_num_threads(), 1);
-  if (std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS")) {
-    EXPECT_EQ(configure_cpu_threads(0), 1);  // the environment's choice stands
-  } else {
-    EXPECT_EQ(configure_cpu_threads(0), blas_runs_own_threads() ? 1 : usable_cpu_count());
-  }
-  test::expect_invalid_argument([] { configure_cpu_threads(-1); }, "num_threads -1");
-  test::expect_invalid_argument([] { configure_cpu_threads(1025); }, "num_threads 1025");
-  at::set_num_threads(before);
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+// LibTorch's and OpenBLAS's thread pools (util/cpu_threads.h): the policy, its application, and a
+// session sizing them by where its bundle's products run.
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "era/era.h"
+#include "test_support.h"
+#include "util/cpu_threads.h"
+
+namespace era {
+namespace {
+
+bool environment_sets_threads() {
+  return std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS") || std::getenv("OPENBLAS_NUM_THREADS") ||
+         std::getenv("GOTO_NUM_THREADS");
+}
+
+// OpenBLAS's pool size in this process, or 0 where no OpenBLAS is loaded.
+int openblas_threads() {
+  using GetThreads = int (*)();
+  const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 0;
+}
+
+TEST(CpuThreads, PlanGivesTheCoresToWhicheverPoolRunsTheProducts) {
+  // requested, cpus, torch env, OpenBLAS pthreads, OpenBLAS env, products in BLAS
+  auto plan = plan_cpu_threads(3, 8, true, true, false, true);
+  EXPECT_EQ(plan.torch_threads, 3);  // an explicit count wins, OpenBLAS untouched
+  EXPECT_EQ(plan.blas_threads, 0);
+  plan = plan_cpu_threads(0, 8, true, true, false, false);
+  EXPECT_EQ(plan.torch_threads, 0);  // OMP_NUM_THREADS / MKL_NUM_THREADS stand
+  EXPECT_EQ(plan.blas_threads, 0);
+  plan = plan_cpu_threads(0, 8, false, false, false, true);
+  EXPECT_EQ(plan.torch_threads, 8);  // MKL or OpenMP OpenBLAS: one pool, every CPU
+  EXPECT_EQ(plan.blas_threads, 0);
+  plan = plan_cpu_threads(0, 8, false, true, false, true);
+  EXPECT_EQ(plan.torch_threads, 1);  // float32 products in pthread OpenBLAS: it gets the cores
+  EXPECT_EQ(plan.blas_threads, 8);
+  plan = plan_cpu_threads(0, 8, false, true, false, false);
+  EXPECT_EQ(plan.torch_threads, 8);  // bf16 products in oneDNN: LibTorch gets them
+  EXPECT_EQ(plan.blas_threads, 1);
+  plan = plan_cpu_threads(0, 8, false, true, true, false);
+  EXPECT_EQ(plan.torch_threads, 8);
+  EXPECT_EQ(plan.blas_threads, 0);  // OPENBLAS_NUM_THREADS stands
+}
+
+TEST(CpuThreads, DefaultIsOnePerUsableCpuAndAnExplicitCountWins) {
+  const int before = at::get_num_threads();
+  EXPECT_GE(usable_cpu_count(), 1);
+  EXPECT_EQ(configure_cpu_threads(1), 1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  if (std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS")) {
+    EXPECT_EQ(configure_cpu_threads(0), 1);  // the environment's choice stands
+  } else {
+    EXPECT_EQ(configure_cpu_threads(0), blas_runs_own_threads() ? 1 : usable_cpu_count());
+    EXPECT_EQ(configure_cpu_threads(0, /*matmuls_in_blas=*/false), usable_cpu_count());
+  }
+  test::expect_invalid_argument([] { configure_cpu_threads(-1); }, "num_threads -1");
+  test::expect_invalid_argument([] { configure_cpu_threads(1025); }, "num_threads 1025");
+  at::set_num_threads(before);
+}
+
+TEST(CpuThreads, SessionSizesThePoolsByWhereItsProductsRun) {
+  if (environment_sets_threads()) GTEST_SKIP() << "the environment sets the thread counts";
+  const int before = at::get_num_threads();
+  const int cpus = usable_cpu_count();
+  SessionOptions o;
+  o.dtype = "bfloat16";
+  o.cpu_matmul = "native";  // bf16 products in LibTorch's own kernels (oneDNN), on any CPU
+  { Session s = Session::open(test::bundle_dir(), o); }
+  EXPECT_EQ(at::get_num_threads(), cpus);
+  if (blas_runs_own_threads()) EXPECT_EQ(openblas_threads(), 1);
+  o.cpu_matmul = "float32";  // widened: the products run in the float32 BLAS
+  { Session s = Session::open(test::bundle_dir(), o); }
+  EXPECT_EQ(at::get_num_threads(), blas_runs_own_threads() ? 1 : cpus);
+  if (blas_runs_own_threads()) EXPECT_EQ(openblas_threads(), cpus);
+  o.num_threads = 1025;
+  test::expect_invalid_argument([&] { Session::open(test::bundle_dir(), o); }, "num_threads 1025");
+  at::set_num_threads(before);
+}
+
+}  // namespace
+}  // namespace era
