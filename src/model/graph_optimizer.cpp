@@ -12,15 +12,6 @@ JitOptimize parse_jit_optimize(const std::string& name) {
   throw Error(ErrorCode::kInvalidArgument, "jit_optimize '" + name + "' is not one of auto, on, off");
 }
 
-std::string jit_optimize_name(JitOptimize mode) {
-  switch (mode) {
-    case JitOptimize::kAuto: return "auto";
-    case JitOptimize::kOn: return "on";
-    case JitOptimize::kOff: return "off";
-  }
-  return "auto";
-}
-
 bool optimize_graphs(JitOptimize mode, const torch::Device& device) {
   if (mode == JitOptimize::kAuto) return !device.is_cpu();
   return mode == JitOptimize::kOn;

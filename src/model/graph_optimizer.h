@@ -26,7 +26,6 @@ enum class JitOptimize {
 };
 
 JitOptimize parse_jit_optimize(const std::string& name);  // "auto", "on", "off"; throws kInvalidArgument
-std::string jit_optimize_name(JitOptimize mode);
 
 // The setting for a bundle on `device`.
 bool optimize_graphs(JitOptimize mode, const torch::Device& device);

@@ -36,8 +36,9 @@ CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_se
 // intra-op thread: 100000 would take minutes to start).
 void check_cpu_threads(int requested);
 
-// Applies plan_cpu_threads for this process, after check_cpu_threads. Debian's LibTorch 1.13 otherwise starts with a single thread on any machine; PyPI's
-// already uses one per core. Returns LibTorch's count in effect.
+// Applies plan_cpu_threads for this process, after check_cpu_threads. Debian's LibTorch 1.13
+// otherwise starts with a single thread on any machine; PyPI's already uses one per core. Returns
+// LibTorch's count in effect.
 int configure_cpu_threads(int requested, bool matmuls_in_blas = true);
 
 }  // namespace era
