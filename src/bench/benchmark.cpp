@@ -12,6 +12,7 @@
 #include "bench/memory.h"
 #include "era/debug.h"
 #include "model/cpu_matmul.h"
+#include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
 #include "reduce/registry.h"
 #include "report/result_json.h"
@@ -186,10 +187,14 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.resident_before_open = memory.current();
   Session session = Session::open(options.bundle_dir, options.session);
   report.resident_after_open = memory.current();
+  report.peak_during_open = memory.peak();
   report.model = session.info();
   report.threads = at::get_num_threads();
   report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
-  report.optimize_graphs = SessionAccess::state(session).bundle.optimize_graphs;
+  const ModelBundle& bundle = SessionAccess::state(session).bundle;
+  report.optimize_graphs = bundle.optimize_graphs;
+  if (!bundle.manifest.int8_weights.empty()) report.int8_engine = int8_engine_name();
+  report.int8_sources_freed = bundle.int8_sources_freed;
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
   report.input = std::move(prepared);
@@ -222,6 +227,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["threads"] = report.threads;
   j["cpu_matmul"] = {{"mode", o.session.cpu_matmul}, {"float32_from_rows", report.cpu_upcast_min_rows}};
   j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
+  if (!report.int8_engine.empty()) {
+    j["int8"] = {{"engine", report.int8_engine}, {"freed_weight_copies_bytes", report.int8_sources_freed}};
+  }
   j["warmup"] = o.warmup;
   j["repeat"] = o.repeat;
   j["max_new_tokens"] = o.max_new_tokens;
@@ -234,6 +242,7 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                  {"peak_per_configuration", report.peak_per_configuration},
                  {"resident_before_open_bytes", report.resident_before_open},
                  {"resident_after_open_bytes", report.resident_after_open},
+                 {"peak_during_open_bytes", report.peak_during_open},
                  {"model_resident_bytes", report.resident_after_open - report.resident_before_open}};
   const ConfigResult* full = full_row(report);
   nlohmann::json rows = nlohmann::json::array();

@@ -69,9 +69,12 @@ struct BenchReport {
   std::string memory_kind;
   bool peak_per_configuration = true;  // false: the OS refused to reset the peak (lifetime peak)
   int64_t resident_before_open = 0, resident_after_open = 0;
+  int64_t peak_during_open = 0;  // the high-water mark while the bundle loaded (int8: packing)
   int threads = 0;
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
+  std::string int8_engine;          // int8 bundles: the quantisation engine; empty otherwise
+  int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
   torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got

@@ -230,7 +230,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   const std::string vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);
   const std::string projector_path = bundle_file(dir, "files.projector", b.manifest.projector_file);
   const std::string decoder_path = bundle_file(dir, "files.decoder", b.manifest.decoder_file);
-  prepare_int8_load(b.manifest, dir, device);  // packed int8 weights are re-packed as they load
+  const Int8LoadPlan int8 = prepare_int8_load(b.manifest, dir, device);  // int8 weights are packed as they load
   b.vision = load_module(dir, "files.vision", b.manifest.vision_file, vision_path);
   b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
   b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
@@ -246,7 +246,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
     m->to(device);
     if (convert) m->to(b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
-  configure_int8_modules(b);
+  b.int8_sources_freed = finish_int8_load(b, int8);
   if (b.manifest.image.layout == ImageLayout::kAnyres) {
     for (const auto& p : b.projector.named_parameters()) {
       if (p.name == "image_newline") b.image_newline = p.value;

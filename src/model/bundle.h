@@ -26,6 +26,9 @@ struct ModelBundle {
   // Whether TorchScript optimises the modules' graphs (model/graph_optimizer.h): set by the
   // session, honoured by every call through GraphOptimizerScope.
   bool optimize_graphs = true;
+  // Bytes of int8 weights freed after loading: the copies the quantisation engine kept beside its
+  // packed ones (model/int8_weights.h); 0 for engines that keep none.
+  int64_t int8_sources_freed = 0;
 };
 
 // Parses "float32"/"fp32"/"float16"/"fp16"/"half"/"bfloat16"/"bf16"; throws kInvalidArgument.

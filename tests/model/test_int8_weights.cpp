@@ -1,16 +1,25 @@
 // Bundles with int8 decoder weights (export_llava.py --int8 decoder, model/int8_weights.h): they
 // load on the CPU with an engine chosen and every int8 linear configured for it, give the float
 // bundle's prompt logits within the int8 error and mostly its greedy tokens (the accuracy cost,
-// printed), and are refused on a GPU with the field named.
+// printed), and are refused on a GPU with the field named. Where the engine keeps the int8 weights
+// beside its packed copies (oneDNN), they load under QNNPACK and are packed one at a time, and
+// the kept copies are freed, without changing any product.
 #include <gtest/gtest.h>
 
 #include <ATen/Context.h>
 
+#include <ATen/native/quantized/PackedParams.h>
+
+#include <algorithm>
 #include <iostream>
+#include <vector>
 
 #include "era/debug.h"
 #include "era/era.h"
 #include "model/bundle.h"
+#include "model/cpu_gemv.h"
+#include "model/cpu_matmul.h"
+#include "util/compat.h"
 #include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
 #include "test_support.h"
@@ -62,6 +71,128 @@ TEST(Int8Weights, PromptLogitsAndGreedyTokensStayCloseToTheFloatBundle) {
   r.stop_at_eos = false;
   const Result a = f.generate(r), b = q.generate(r);
   EXPECT_EQ(a.tokens.size(), b.tokens.size());
+}
+
+bool engine_supported(at::QEngine engine) {
+  const auto& supported = at::globalContext().supportedQEngines();
+  return std::find(supported.begin(), supported.end(), engine) != supported.end();
+}
+
+// The int8 bundle's decoder, its linears packed for `engine` as they load; the process's engine
+// is restored afterwards.
+torch::jit::Module load_int8_decoder(at::QEngine engine) {
+  register_era_operators();
+  const at::QEngine before = at::globalContext().qEngine();
+  at::globalContext().setQEngine(engine);
+  torch::jit::Module m = torch::jit::load(int8_bundle_dir() + "/decoder.pt");
+  at::globalContext().setQEngine(before);
+  m.eval();
+  return m;
+}
+
+std::vector<torch::jit::Module> int8_linears(const torch::jit::Module& top) {
+  std::vector<torch::jit::Module> out;
+  for (const torch::jit::Module m : top.modules()) {
+    if (m.hasattr("_packed")) out.push_back(m);
+  }
+  return out;
+}
+
+// Each int8 linear of `a` and `b` gives the same output, bit for bit, on the same input (with
+// b's activation range: a freshly loaded reference has the export's).
+void expect_same_products(const torch::jit::Module& a, const torch::jit::Module& b) {
+  const auto la = int8_linears(a), lb = int8_linears(b);
+  ASSERT_EQ(la.size(), lb.size());
+  ASSERT_FALSE(la.empty());
+  torch::manual_seed(7);
+  for (size_t i = 0; i < la.size(); ++i) {
+    torch::jit::Module ma = la[i], mb = lb[i];
+    ma.setattr("reduce_range", mb.attr("reduce_range"));
+    for (int64_t rows : {1, 5}) {  // a decode step and a prefill-sized product
+      const torch::Tensor x = torch::randn({rows, ma.attr("in_features").toInt()});
+      EXPECT_TRUE(torch::equal(ma.forward({x}).toTensor(), mb.forward({x}).toTensor())) << "linear " << i << ", " << rows << " rows";
+    }
+  }
+}
+
+TEST(Int8Weights, TheOnednnEngineLetsGoOfTheInt8WeightsItPackedFrom) {
+  if (!engine_supported(at::QEngine::ONEDNN)) GTEST_SKIP() << "this LibTorch has no oneDNN quantisation engine";
+  torch::jit::Module kept = load_int8_decoder(at::QEngine::ONEDNN), released = load_int8_decoder(at::QEngine::ONEDNN);
+  int64_t weight_bytes = 0;
+  for (const torch::jit::Module& m : int8_linears(released)) {
+    weight_bytes += m.attr("out_features").toInt() * m.attr("in_features").toInt();
+    // before: oneDNN hands back the one int8 tensor it keeps, not a fresh one
+    const auto packed = m.attr("_packed").toCustomClass<LinearPackedParamsBase>();
+    EXPECT_EQ(std::get<0>(packed->unpack()).unsafeGetTensorImpl(), std::get<0>(packed->unpack()).unsafeGetTensorImpl());
+  }
+  EXPECT_EQ(release_int8_weight_sources(released), weight_bytes);  // one byte per weight
+  EXPECT_EQ(release_int8_weight_sources(released), 0);  // nothing is freed twice
+  for (const torch::jit::Module& m : int8_linears(released)) {
+    const torch::Tensor w = std::get<0>(m.attr("_packed").toCustomClass<LinearPackedParamsBase>()->unpack());
+    EXPECT_EQ(w.size(0), 0);  // an empty weight, never a dangling one
+    EXPECT_EQ(w.storage().nbytes(), 0u);
+  }
+  expect_same_products(kept, released);
+}
+
+TEST(Int8Weights, EnginesThatKeepNoSecondCopyOrStillNeedItAreLeftAlone) {
+  // x86 / fbgemm rebuild the weight on each unpack(); QNNPACK packs on first use from the one it
+  // keeps (freeing it would break the first product).
+  int engines = 0;
+  for (at::QEngine engine : {at::QEngine::X86, at::QEngine::FBGEMM, at::QEngine::QNNPACK}) {
+    if (!engine_supported(engine)) continue;
+    SCOPED_TRACE(c10::toString(engine));
+    ++engines;
+    torch::jit::Module kept = load_int8_decoder(engine), untouched = load_int8_decoder(engine);
+    EXPECT_EQ(release_int8_weight_sources(untouched), 0);
+    expect_same_products(kept, untouched);
+  }
+  if (engines == 0) GTEST_SKIP() << "no x86, fbgemm or qnnpack engine in this LibTorch";
+}
+
+int64_t decoder_int8_weight_bytes(const Manifest& m) {
+  const int64_t h = m.text.hidden_size, f = m.text.intermediate_size;
+  const int64_t q = m.text.num_heads * m.text.head_dim, kv = m.text.num_kv_heads * m.text.head_dim;
+  return m.text.num_layers * (h * q + 2 * h * kv + q * h + 3 * h * f) + h * m.text.vocab_size;
+}
+
+TEST(Int8Weights, LoadsForTheFastestEngineKeepingOneCopyOfEachWeight) {
+  ModelBundle b = load_bundle(int8_bundle_dir(), torch::kCPU);
+  const at::QEngine run = at::globalContext().qEngine();
+  const bool onednn = run == at::QEngine::ONEDNN;
+  // the fastest engine there is: x86 on LibTorch 2.x, oneDNN on Debian's 1.13 (no fbgemm)
+  EXPECT_TRUE(run == compat::quantized_engines_by_preference().front() || (onednn && !engine_supported(at::QEngine::FBGEMM)))
+      << c10::toString(run);
+  for (const torch::jit::Module& m : int8_linears(b.decoder)) {
+    if (onednn) EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn");  // loaded under QNNPACK, packed anew
+  }
+  EXPECT_EQ(b.int8_sources_freed, onednn ? decoder_int8_weight_bytes(b.manifest) : 0);
+  expect_same_products(load_int8_decoder(run), b.decoder);
+}
+
+TEST(Int8Weights, ALazyQnnpackLoadIsPackedForOnednnWithTheSameProducts) {
+  // The Debian route's plan, on any LibTorch that has both engines.
+  if (!engine_supported(at::QEngine::ONEDNN) || !engine_supported(at::QEngine::QNNPACK)) {
+    GTEST_SKIP() << "this LibTorch lacks the oneDNN or the QNNPACK quantisation engine";
+  }
+  ModelBundle b = load_bundle(int8_bundle_dir(), torch::kCPU);
+  const at::QEngine before = at::globalContext().qEngine();
+  b.decoder = load_int8_decoder(at::QEngine::QNNPACK);
+  for (const torch::jit::Module& m : int8_linears(b.decoder)) EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsQnnp");
+  Int8LoadPlan plan;
+  plan.int8 = true;
+  plan.run = at::QEngine::ONEDNN;
+  plan.load = at::QEngine::QNNPACK;
+  EXPECT_EQ(finish_int8_load(b, plan), decoder_int8_weight_bytes(b.manifest));
+  EXPECT_EQ(at::globalContext().qEngine(), at::QEngine::ONEDNN);
+  for (const torch::jit::Module& m : int8_linears(b.decoder)) {
+    EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn");
+    EXPECT_EQ(std::get<1>(m.attr("_packed").toCustomClass<LinearPackedParamsBase>()->unpack()), c10::nullopt)
+        << "QNNPACK's zero bias for a linear without one was carried over";
+    EXPECT_FALSE(m.attr("reduce_range").toBool() && (cpu_has_flag("avx512_vnni") || cpu_has_flag("avx_vnni")));
+  }
+  expect_same_products(load_int8_decoder(at::QEngine::ONEDNN), b.decoder);
+  at::globalContext().setQEngine(before);
 }
 
 TEST(Int8Weights, AGpuDeviceIsRefusedNamingTheField) {
