@@ -33,6 +33,9 @@ c10::intrusive_ptr<LinearPackedParamsBase> packed_of(const torch::jit::Module& l
   return linear.attr("_packed").toCustomClass<LinearPackedParamsBase>();
 }
 
+// The dynamic class of a packed weight, e.g. "PackedLinearWeightsOnednn".
+std::string class_of(const c10::intrusive_ptr<LinearPackedParamsBase>& packed) { return c10::demangle(typeid(*packed).name()); }
+
 std::vector<torch::jit::Module> int8_linears(ModelBundle& bundle) {
   std::vector<torch::jit::Module> out;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
@@ -65,7 +68,7 @@ int64_t release_sources(torch::jit::Module& module) {
     if (!packed_value.isCustomClass()) continue;
     const auto packed = packed_value.toCustomClass<LinearPackedParamsBase>();
     // The class by name, not a subclass: Arm's ACL variant derives from it and reads the original.
-    if (c10::demangle(typeid(*packed).name()) != kOnednnPacked) continue;
+    if (class_of(packed) != kOnednnPacked) continue;
     const at::Tensor first = std::get<0>(packed->unpack());
     const at::Tensor again = std::get<0>(packed->unpack());
     // Another engine rebuilds a fresh tensor per unpack(): nothing is kept, nothing to free.
@@ -126,10 +129,7 @@ int64_t finish_int8_load(ModelBundle& bundle, const Int8LoadPlan& plan) {
 
 std::string int8_engine_name() { return c10::toString(at::globalContext().qEngine()); }
 
-std::string int8_packed_class(const torch::jit::Module& linear) {
-  const auto packed = packed_of(linear);
-  return c10::demangle(typeid(*packed).name());
-}
+std::string int8_packed_class(const torch::jit::Module& linear) { return class_of(packed_of(linear)); }
 
 int configure_int8_modules(ModelBundle& bundle) {
   if (bundle.manifest.int8_weights.empty()) return 0;
