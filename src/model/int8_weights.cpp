@@ -36,12 +36,10 @@ c10::intrusive_ptr<LinearPackedParamsBase> packed_of(const torch::jit::Module& l
 // The dynamic class of a packed weight, e.g. "PackedLinearWeightsOnednn".
 std::string class_of(const c10::intrusive_ptr<LinearPackedParamsBase>& packed) { return c10::demangle(typeid(*packed).name()); }
 
-std::vector<torch::jit::Module> int8_linears(ModelBundle& bundle) {
+std::vector<torch::jit::Module> bundle_int8_linears(ModelBundle& bundle) {
   std::vector<torch::jit::Module> out;
-  for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
-    for (torch::jit::Module m : top->modules()) {
-      if (m.hasattr("_packed") && m.attr("_packed").isCustomClass()) out.push_back(m);
-    }
+  for (const torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
+    for (const torch::jit::Module& m : int8_linears(*top)) out.push_back(m);
   }
   return out;
 }
@@ -59,27 +57,22 @@ void repack(torch::jit::Module& linear) {
   linear.setattr("_packed", c10::IValue(prepack.call(std::move(weight), std::move(bias))));
 }
 
-// release_int8_weight_sources without handing the pages back (the caller does, once).
-int64_t release_sources(torch::jit::Module& module) {
-  int64_t freed = 0;
-  for (torch::jit::Module m : module.modules()) {
-    if (!m.hasattr("_packed")) continue;
-    const c10::IValue packed_value = m.attr("_packed");
-    if (!packed_value.isCustomClass()) continue;
-    const auto packed = packed_value.toCustomClass<LinearPackedParamsBase>();
-    // The class by name, not a subclass: Arm's ACL variant derives from it and reads the original.
-    if (class_of(packed) != kOnednnPacked) continue;
-    const at::Tensor first = std::get<0>(packed->unpack());
-    const at::Tensor again = std::get<0>(packed->unpack());
-    // Another engine rebuilds a fresh tensor per unpack(): nothing is kept, nothing to free.
-    if (!first.defined() || first.unsafeGetTensorImpl() != again.unsafeGetTensorImpl() || first.numel() == 0) continue;
-    freed += static_cast<int64_t>(first.storage().nbytes());
-    first.storage().unsafeGetStorageImpl()->reset();
-    // No rows: whoever still calls unpack() (saving the module) gets an empty weight, not a
-    // dangling pointer.
-    first.unsafeGetTensorImpl()->set_sizes_contiguous({0, first.size(1)});
-  }
-  return freed;
+// Frees the int8 weight one linear's oneDNN packed object keeps (release_int8_weight_sources,
+// without handing the pages back); returns the bytes freed.
+int64_t release_source(const torch::jit::Module& linear) {
+  const auto packed = packed_of(linear);
+  // The class by name, not a subclass: Arm's ACL variant derives from it and reads the original.
+  if (class_of(packed) != kOnednnPacked) return 0;
+  const at::Tensor first = std::get<0>(packed->unpack());
+  const at::Tensor again = std::get<0>(packed->unpack());
+  // Another engine rebuilds a fresh tensor per unpack(): nothing is kept, nothing to free.
+  if (!first.defined() || first.unsafeGetTensorImpl() != again.unsafeGetTensorImpl() || first.numel() == 0) return 0;
+  const auto bytes = static_cast<int64_t>(first.storage().nbytes());
+  first.storage().unsafeGetStorageImpl()->reset();
+  // No rows: whoever still calls unpack() (saving the module) gets an empty weight, not a
+  // dangling pointer.
+  first.unsafeGetTensorImpl()->set_sizes_contiguous({0, first.size(1)});
+  return bytes;
 }
 
 }  // namespace
@@ -112,12 +105,12 @@ int64_t finish_int8_load(ModelBundle& bundle, const Int8LoadPlan& plan) {
   if (!plan.int8) return 0;
   at::globalContext().setQEngine(plan.run);
   int64_t freed = 0;
-  for (torch::jit::Module m : int8_linears(bundle)) {
+  for (torch::jit::Module m : bundle_int8_linears(bundle)) {
     // One linear at a time: each new packed copy replaces a lazily packed one, and its spare
     // copy is freed before the next is made, so memory never holds two copies of more than one
     // weight.
     if (plan.load != plan.run) repack(m);
-    const int64_t bytes = release_sources(m);
+    const int64_t bytes = release_source(m);
     // oneDNN allocates its copies itself: the freed weight's pages go back to the system now,
     // or the next copy grows the heap beside the hole.
     if (bytes > 0) malloc_trim(0);
@@ -131,6 +124,14 @@ std::string int8_engine_name() { return c10::toString(at::globalContext().qEngin
 
 std::string int8_packed_class(const torch::jit::Module& linear) { return class_of(packed_of(linear)); }
 
+std::vector<torch::jit::Module> int8_linears(const torch::jit::Module& top) {
+  std::vector<torch::jit::Module> out;
+  for (const torch::jit::Module m : top.modules()) {
+    if (m.hasattr("_packed") && m.attr("_packed").isCustomClass()) out.push_back(m);
+  }
+  return out;
+}
+
 int configure_int8_modules(ModelBundle& bundle) {
   if (bundle.manifest.int8_weights.empty()) return 0;
   // Without VNNI, x86 int8 kernels (fbgemm's and oneDNN's alike) multiply u8 x s8 with
@@ -139,18 +140,17 @@ int configure_int8_modules(ModelBundle& bundle) {
   // with 7 bits. VNNI's vpdpbusd accumulates in 32 bits: full 8 bits there.
   const bool reduce = !(cpu_has_flag("avx512_vnni") || cpu_has_flag("avx_vnni"));
   int count = 0;
-  for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
-    for (torch::jit::Module m : top->modules()) {
-      if (!m.hasattr("_packed") || !m.hasattr("reduce_range")) continue;
-      m.setattr("reduce_range", reduce);
-      ++count;
-    }
+  for (torch::jit::Module m : bundle_int8_linears(bundle)) {
+    if (!m.hasattr("reduce_range")) continue;
+    m.setattr("reduce_range", reduce);
+    ++count;
   }
   return count;
 }
 
 int64_t release_int8_weight_sources(torch::jit::Module& module) {
-  const int64_t freed = release_sources(module);
+  int64_t freed = 0;
+  for (const torch::jit::Module& m : int8_linears(module)) freed += release_source(m);
   // The weights were small heap blocks to glibc (under its mmap threshold after the first
   // frees): give the freed pages back to the system.
   if (freed > 0) malloc_trim(0);

@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include <string>
+#include <vector>
 
 namespace era {
 
@@ -40,6 +41,9 @@ std::string int8_engine_name();
 
 // The class of a linear's packed weight, e.g. "PackedLinearWeightsOnednn" (for tests, reports).
 std::string int8_packed_class(const torch::jit::Module& linear);
+
+// The int8 linears in `top` and its submodules (those holding a packed weight), in module order.
+std::vector<torch::jit::Module> int8_linears(const torch::jit::Module& top);
 
 // Sets each Int8Linear's reduce_range for the CPU (7-bit activations without VNNI, where the
 // u8 x s8 pair sums can saturate; 8 bits with it). Returns how many int8 linears the bundle has.

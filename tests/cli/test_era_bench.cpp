@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/cpu_gemv.h"
+#include "model/int8_test_util.h"
 #include "model/manifest.h"
 #include "test_support.h"
 
@@ -214,7 +215,7 @@ TEST(EraBenchCli, ReportsWhetherTorchScriptOptimisesTheGraphs) {
 }
 
 TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
-  const std::string int8_bundle = test::testdata_dir() + "/bundle-int8";
+  const std::string int8_bundle = test::int8_bundle_dir();
   const auto r = test::run_command(test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
                                    "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -224,11 +225,7 @@ TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
   const int64_t freed = j["int8"]["freed_weight_copies_bytes"];
   // oneDNN (Debian's 1.13) keeps a copy of each int8 weight, one byte per weight, and era frees
   // it; x86 / fbgemm (PyPI's) keep none
-  const Manifest m = read_manifest(int8_bundle);
-  const int64_t h = m.text.hidden_size, f = m.text.intermediate_size, layers = m.text.num_layers;
-  const int64_t q = m.text.num_heads * m.text.head_dim, kv = m.text.num_kv_heads * m.text.head_dim;
-  const int64_t weights = layers * (h * q + 2 * h * kv + q * h + 3 * h * f) + h * m.text.vocab_size;
-  EXPECT_EQ(freed, engine == "ONEDNN" ? weights : 0) << engine;
+  EXPECT_EQ(freed, engine == "ONEDNN" ? test::decoder_int8_weight_bytes(read_manifest(int8_bundle)) : 0) << engine;
   EXPECT_GE(j["memory"]["peak_during_open_bytes"].get<int64_t>(), j["memory"]["resident_after_open_bytes"].get<int64_t>());
   // a float bundle has no int8 section
   const auto plain = nlohmann::json::parse(bench("--methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -").out);

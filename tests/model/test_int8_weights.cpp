@@ -22,12 +22,14 @@
 #include "util/compat.h"
 #include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
+#include "model/int8_test_util.h"
 #include "test_support.h"
 
 namespace era {
 namespace {
 
-std::string int8_bundle_dir() { return test::testdata_dir() + "/bundle-int8"; }
+using test::decoder_int8_weight_bytes;
+using test::int8_bundle_dir;
 
 int count_int8_linears(const torch::jit::Module& top) {
   int n = 0;
@@ -90,14 +92,6 @@ torch::jit::Module load_int8_decoder(at::QEngine engine) {
   return m;
 }
 
-std::vector<torch::jit::Module> int8_linears(const torch::jit::Module& top) {
-  std::vector<torch::jit::Module> out;
-  for (const torch::jit::Module m : top.modules()) {
-    if (m.hasattr("_packed")) out.push_back(m);
-  }
-  return out;
-}
-
 // Each int8 linear of `a` and `b` gives the same output, bit for bit, on the same input (with
 // b's activation range: a freshly loaded reference has the export's).
 void expect_same_products(const torch::jit::Module& a, const torch::jit::Module& b) {
@@ -148,12 +142,6 @@ TEST(Int8Weights, EnginesThatKeepNoSecondCopyOrStillNeedItAreLeftAlone) {
     expect_same_products(kept, untouched);
   }
   if (engines == 0) GTEST_SKIP() << "no x86, fbgemm or qnnpack engine in this LibTorch";
-}
-
-int64_t decoder_int8_weight_bytes(const Manifest& m) {
-  const int64_t h = m.text.hidden_size, f = m.text.intermediate_size;
-  const int64_t q = m.text.num_heads * m.text.head_dim, kv = m.text.num_kv_heads * m.text.head_dim;
-  return m.text.num_layers * (h * q + 2 * h * kv + q * h + 3 * h * f) + h * m.text.vocab_size;
 }
 
 TEST(Int8Weights, LoadsForTheFastestEngineKeepingOneCopyOfEachWeight) {
