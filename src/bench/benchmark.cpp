@@ -193,7 +193,11 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
-  if (!bundle.manifest.int8_weights.empty()) report.int8_engine = int8_engine_name();
+  if (!bundle.manifest.int8_weights.empty()) {
+    // weight-only int8 linears run era's own kernel (model/int8_linear.h), not an engine
+    report.int8_engine = bundle.manifest.int8_scheme == "weight-only" ? "era" : int8_engine_name();
+    report.int8_scheme = bundle.manifest.int8_scheme;
+  }
   report.int8_sources_freed = bundle.int8_sources_freed;
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
@@ -228,7 +232,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["cpu_matmul"] = {{"mode", o.session.cpu_matmul}, {"float32_from_rows", report.cpu_upcast_min_rows}};
   j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
   if (!report.int8_engine.empty()) {
-    j["int8"] = {{"engine", report.int8_engine}, {"freed_weight_copies_bytes", report.int8_sources_freed}};
+    j["int8"] = {{"engine", report.int8_engine},
+                 {"scheme", report.int8_scheme},
+                 {"freed_weight_copies_bytes", report.int8_sources_freed}};
   }
   j["warmup"] = o.warmup;
   j["repeat"] = o.repeat;

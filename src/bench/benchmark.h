@@ -73,7 +73,8 @@ struct BenchReport {
   int threads = 0;
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
-  std::string int8_engine;          // int8 bundles: the quantisation engine; empty otherwise
+  std::string int8_engine;          // int8 bundles: the quantisation engine ("era": weight-only); empty otherwise
+  std::string int8_scheme;          // int8 bundles: "weight-only" or "dynamic" (manifest quantization.int8_scheme)
   int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/cpu_gemv.h"
+#include "model/int8_linear.h"
 #include "util/cpu_threads.h"
 
 namespace era::bench {
@@ -74,6 +75,18 @@ MachineLimits measure_machine(int threads, double seconds) {
       m.gemv_gbs.push_back(bytes / te / 1e9);
     }
   }
+  if (gemv_kernel_available()) {  // the same product with weight-only int8 weights (model/int8_linear.h)
+    const int64_t K1 = 4096, N1 = 11008;
+    const torch::Tensor x1 = torch::randn({1, K1}), scales = torch::rand({N1}) * 0.01;
+    const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + K1 * N1 - 1) / (K1 * N1));
+    std::vector<torch::Tensor> w1;
+    for (int64_t i = 0; i < copies; ++i) w1.push_back(torch::randint(-127, 128, {N1, K1}, torch::kChar));
+    size_t next = 0;
+    const double te = best_seconds(
+        [&] { (void)int8_linear(x1, w1[next++ % w1.size()], scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
+    m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
+    m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
+  }
   const int64_t bytes = int64_t{1} << 30;  // 1 GiB: far beyond any cache
   const torch::Tensor big = torch::ones({bytes / 4}, torch::kFloat);
   m.read_gbs = static_cast<double>(bytes) / best_seconds([&] { (void)big.sum(); }, slice) / 1e9;
@@ -85,7 +98,7 @@ MachineLimits measure_machine(int threads, double seconds) {
 std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
-  os << "machine limits (LibTorch kernels; era-bf16: era's decode kernel; " << m.threads << " threads, best of repeated runs)\n";
+  os << "machine limits (LibTorch kernels; era-bf16 / era-int8: era's decode kernel on bf16 / int8 weights; " << m.threads << " threads, best of repeated runs)\n";
   for (const auto& g : m.gemm) {
     std::snprintf(line, sizeof line, "  GEMM %-8s %lldx%lldx%lld (torch::linear)   %8.1f GFLOP/s\n", g.dtype.c_str(),
                   static_cast<long long>(g.m), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops);

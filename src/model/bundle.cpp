@@ -61,6 +61,12 @@ class ShapeChecker {
  public:
   ShapeChecker(const torch::jit::Module& m, std::string dir, std::string file) : dir_(std::move(dir)), file_(std::move(file)) {
     for (const auto& p : m.named_parameters(/*recurse=*/true)) params_.emplace(p.name, p.value.sizes().vec());
+    // weight-only int8 linears (model/int8_linear.h) hold their int8 weight as a buffer
+    for (const auto& b : m.named_buffers(/*recurse=*/true)) {
+      const std::string suffix = ".weight";
+      const bool weight = b.name.size() > suffix.size() && b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      if (weight && b.value.scalar_type() == torch::kChar) params_.emplace(b.name, b.value.sizes().vec());
+    }
     // int8 linears (tools/era_tools/int8_weights.py) hold their weight packed, not as a
     // parameter: their declared [out_features, in_features] stands in for it
     for (const auto& sub : m.named_modules()) {

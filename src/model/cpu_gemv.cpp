@@ -5,7 +5,10 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <type_traits>
 #include <vector>
+
+#include "model/int8_linear.h"
 
 namespace era {
 
@@ -21,23 +24,37 @@ constexpr int64_t kRowsPerTask = 256;
 
 #define ERA_GEMV_TARGET __attribute__((target("avx2,fma,f16c")))
 
-template <bool kBfloat16>
-ERA_GEMV_TARGET inline __m256 load8(const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (kBfloat16) {
-    // bf16 is the top half of a float32: widen to 32 bits and shift into place.
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+// The weight formats the kernel reads: 16-bit floats widened in registers, or int8 converted
+// (an int8 weight's per-row scale is applied to the finished sums: model/int8_linear.h).
+enum class Format { kBfloat16, kFloat16, kInt8 };
+
+template <Format F>
+using Elem = std::conditional_t<F == Format::kInt8, int8_t, uint16_t>;
+
+template <Format F>
+ERA_GEMV_TARGET inline __m256 load8(const Elem<F>* p) {
+  if constexpr (F == Format::kInt8) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
   } else {
-    return _mm256_cvtph_ps(h);
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (F == Format::kBfloat16) {
+      // bf16 is the top half of a float32: widen to 32 bits and shift into place.
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm256_cvtph_ps(h);
+    }
   }
 }
 
-template <bool kBfloat16>
-inline float scalar(uint16_t v) {
-  if constexpr (kBfloat16) {
+template <Format F>
+inline float scalar(Elem<F> v) {
+  if constexpr (F == Format::kBfloat16) {
     return static_cast<float>(c10::BFloat16(v, c10::BFloat16::from_bits()));
-  } else {
+  } else if constexpr (F == Format::kFloat16) {
     return static_cast<float>(c10::Half(v, c10::Half::from_bits()));
+  } else {
+    return static_cast<float>(v);
   }
 }
 
@@ -47,47 +64,66 @@ ERA_GEMV_TARGET inline float sum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-// Four weight rows against one activation row: four FMA chains. kPrefetch: also ask for the next
-// block's rows (the 4 * K elements that follow), one block ahead of the hardware prefetcher,
-// which on its own keeps too few lines in flight for four interleaved streams (measured on the
-// README's EPYC: 19 -> 23 GB/s with two threads).
-template <bool kBfloat16, bool kPrefetch>
-ERA_GEMV_TARGET inline void block_row(const float* xm, const uint16_t* w0, int64_t K, float* out) {
-  const uint16_t* w1 = w0 + K;
-  const uint16_t* w2 = w1 + K;
-  const uint16_t* w3 = w2 + K;
+// Four weight rows against one activation row: eight FMA chains, two per row (16 weights per row
+// per step), so that a core is not held to one FMA's latency per row and step; int8 weights cost
+// more instructions per byte than bf16 ones (measured on the README's AMX VM, one thread, three
+// alternating runs: int8 9.0-13.6 GB/s with one chain per row, 13.7-14.6 with two; bf16 within
+// the noise, 13-17 either way). kPrefetch: also ask for the next block's rows (the 4 * K elements that
+// follow), one block ahead of the hardware prefetcher, which on its own keeps too few lines in
+// flight for four interleaved streams (measured on the README's EPYC: 19 -> 23 GB/s with two
+// threads).
+template <Format F, bool kPrefetch>
+ERA_GEMV_TARGET inline void block_row(const float* xm, const Elem<F>* w0, int64_t K, float* out) {
+  const Elem<F>* w1 = w0 + K;
+  const Elem<F>* w2 = w1 + K;
+  const Elem<F>* w3 = w2 + K;
   const int64_t ahead = kRowsPerBlock * K;
-  const int64_t k8 = K - K % 8;
+  const int64_t k16 = K - K % 16, k8 = K - K % 8;
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  for (int64_t k = 0; k < k8; k += 8) {
+  __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+  __m256 b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k < k16; k += 16) {
     if constexpr (kPrefetch) {  // a hint: never faults, even past the end of the matrix
       _mm_prefetch(reinterpret_cast<const char*>(w0 + k + ahead), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(w1 + k + ahead), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(w2 + k + ahead), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(w3 + k + ahead), _MM_HINT_T0);
     }
-    const __m256 xv = _mm256_loadu_ps(xm + k);
-    a0 = _mm256_fmadd_ps(load8<kBfloat16>(w0 + k), xv, a0);
-    a1 = _mm256_fmadd_ps(load8<kBfloat16>(w1 + k), xv, a1);
-    a2 = _mm256_fmadd_ps(load8<kBfloat16>(w2 + k), xv, a2);
-    a3 = _mm256_fmadd_ps(load8<kBfloat16>(w3 + k), xv, a3);
+    const __m256 x0 = _mm256_loadu_ps(xm + k), x1 = _mm256_loadu_ps(xm + k + 8);
+    a0 = _mm256_fmadd_ps(load8<F>(w0 + k), x0, a0);
+    b0 = _mm256_fmadd_ps(load8<F>(w0 + k + 8), x1, b0);
+    a1 = _mm256_fmadd_ps(load8<F>(w1 + k), x0, a1);
+    b1 = _mm256_fmadd_ps(load8<F>(w1 + k + 8), x1, b1);
+    a2 = _mm256_fmadd_ps(load8<F>(w2 + k), x0, a2);
+    b2 = _mm256_fmadd_ps(load8<F>(w2 + k + 8), x1, b2);
+    a3 = _mm256_fmadd_ps(load8<F>(w3 + k), x0, a3);
+    b3 = _mm256_fmadd_ps(load8<F>(w3 + k + 8), x1, b3);
   }
+  for (; k < k8; k += 8) {
+    const __m256 xv = _mm256_loadu_ps(xm + k);
+    a0 = _mm256_fmadd_ps(load8<F>(w0 + k), xv, a0);
+    a1 = _mm256_fmadd_ps(load8<F>(w1 + k), xv, a1);
+    a2 = _mm256_fmadd_ps(load8<F>(w2 + k), xv, a2);
+    a3 = _mm256_fmadd_ps(load8<F>(w3 + k), xv, a3);
+  }
+  a0 = _mm256_add_ps(a0, b0), a1 = _mm256_add_ps(a1, b1), a2 = _mm256_add_ps(a2, b2), a3 = _mm256_add_ps(a3, b3);
   float s0 = sum8(a0), s1 = sum8(a1), s2 = sum8(a2), s3 = sum8(a3);
   for (int64_t k = k8; k < K; ++k) {
-    s0 += scalar<kBfloat16>(w0[k]) * xm[k];
-    s1 += scalar<kBfloat16>(w1[k]) * xm[k];
-    s2 += scalar<kBfloat16>(w2[k]) * xm[k];
-    s3 += scalar<kBfloat16>(w3[k]) * xm[k];
+    s0 += scalar<F>(w0[k]) * xm[k];
+    s1 += scalar<F>(w1[k]) * xm[k];
+    s2 += scalar<F>(w2[k]) * xm[k];
+    s3 += scalar<F>(w3[k]) * xm[k];
   }
   out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
 }
 
-// y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1): x float32 [M, K], w [N, K] of 16-bit
-// floats, y float32 [M, N]. The block's weights come from memory for the first activation row
+// y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1): x float32 [M, K], w [N, K] in format F,
+// y float32 [M, N]. The block's weights come from memory for the first activation row
 // and from cache for the others.
-template <bool kBfloat16>
-ERA_GEMV_TARGET void rows_kernel(const float* x, int64_t M, const uint16_t* w, int64_t K, int64_t N,
+template <Format F>
+ERA_GEMV_TARGET void rows_kernel(const float* x, int64_t M, const Elem<F>* w, int64_t K, int64_t N,
                                  int64_t n0, int64_t n1, float* y) {
   const int64_t k8 = K - K % 8;
   int64_t n = n0;
@@ -95,21 +131,21 @@ ERA_GEMV_TARGET void rows_kernel(const float* x, int64_t M, const uint16_t* w, i
     float out[kRowsPerBlock];
     for (int64_t m = 0; m < M; ++m) {
       if (m == 0) {
-        block_row<kBfloat16, true>(x, w + n * K, K, out);
+        block_row<F, true>(x, w + n * K, K, out);
       } else {
-        block_row<kBfloat16, false>(x + m * K, w + n * K, K, out);
+        block_row<F, false>(x + m * K, w + n * K, K, out);
       }
       for (int64_t r = 0; r < kRowsPerBlock; ++r) y[m * N + n + r] = out[r];
     }
   }
   for (; n < n1; ++n) {
-    const uint16_t* wn = w + n * K;
+    const Elem<F>* wn = w + n * K;
     for (int64_t m = 0; m < M; ++m) {
       const float* xm = x + m * K;
       __m256 a = _mm256_setzero_ps();
-      for (int64_t k = 0; k < k8; k += 8) a = _mm256_fmadd_ps(load8<kBfloat16>(wn + k), _mm256_loadu_ps(xm + k), a);
+      for (int64_t k = 0; k < k8; k += 8) a = _mm256_fmadd_ps(load8<F>(wn + k), _mm256_loadu_ps(xm + k), a);
       float s = sum8(a);
-      for (int64_t k = k8; k < K; ++k) s += scalar<kBfloat16>(wn[k]) * xm[k];
+      for (int64_t k = k8; k < K; ++k) s += scalar<F>(wn[k]) * xm[k];
       y[m * N + n] = s;
     }
   }
@@ -121,6 +157,12 @@ bool kernel_applies(const torch::Tensor& x, const torch::Tensor& weight) {
   if (x.size(-1) != weight.size(1) || weight.size(1) == 0) return false;
   const int64_t rows = x.numel() / x.size(-1);
   return rows >= 1 && rows <= kGemvMaxRows && gemv_kernel_available();
+}
+
+template <Format F>
+void run_rows(const float* x, int64_t M, const torch::Tensor& w, int64_t K, int64_t N, float* y) {
+  const auto* wp = static_cast<const Elem<F>*>(w.data_ptr());
+  at::parallel_for(0, N, kRowsPerTask, [&](int64_t n0, int64_t n1) { rows_kernel<F>(x, M, wp, K, N, n0, n1, y); });
 }
 
 torch::Tensor gemv_operator(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
@@ -137,27 +179,29 @@ bool gemv_kernel_available() {
   return available;
 }
 
-torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
-  if (!kernel_applies(x, weight)) return torch::linear(x, weight, bias);
+torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight) {
   const int64_t K = weight.size(1), N = weight.size(0);
   const int64_t M = x.numel() / K;
   const torch::Tensor xf = x.reshape({M, K}).to(torch::kFloat).contiguous();
   const torch::Tensor w = weight.contiguous();
   torch::Tensor y = torch::empty({M, N}, x.options().dtype(torch::kFloat));
   const float* xp = xf.data_ptr<float>();
-  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr());
   float* yp = y.data_ptr<float>();
-  const bool bf16 = w.scalar_type() == torch::kBFloat16;
-  at::parallel_for(0, N, kRowsPerTask, [&](int64_t n0, int64_t n1) {
-    if (bf16) {
-      rows_kernel<true>(xp, M, wp, K, N, n0, n1, yp);
-    } else {
-      rows_kernel<false>(xp, M, wp, K, N, n0, n1, yp);
-    }
-  });
+  switch (w.scalar_type()) {
+    case torch::kBFloat16: run_rows<Format::kBfloat16>(xp, M, w, K, N, yp); break;
+    case torch::kHalf: run_rows<Format::kFloat16>(xp, M, w, K, N, yp); break;
+    case torch::kChar: run_rows<Format::kInt8>(xp, M, w, K, N, yp); break;
+    default: TORCH_CHECK(false, "era::gemv_products: weight dtype ", w.scalar_type(), " (bf16, fp16 or int8 expected)");
+  }
+  return y;
+}
+
+torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
+  if (!kernel_applies(x, weight)) return torch::linear(x, weight, bias);
+  torch::Tensor y = gemv_products(x, weight);
   if (bias && bias->defined()) y.add_(*bias);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = N;
+  shape.back() = weight.size(0);
   return y.to(x.scalar_type()).view(shape);
 }
 
@@ -171,7 +215,8 @@ int parallel_for_threads() {
   return most.load();
 }
 
-void register_era_operators() {}  // the registrations below run when this object is linked in
+// The registrations below run when this object is linked in; int8_linear.cpp's with it.
+void register_era_operators() { register_int8_linear_operator(); }
 
 // The bundle format's operators (the schema is fixed: bundles carry calls to it).
 TORCH_LIBRARY(era, m) { m.def("gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor"); }

@@ -1,6 +1,6 @@
 #pragma once
 // Internal header. era's own CPU kernel for linears over a few rows with bfloat16 / float16
-// weights: the decode step's matrix-vector products.
+// weights (and int8 ones, for model/int8_linear.h): the decode step's matrix-vector products.
 //
 // A decode step is memory-bound: it reads every weight once per token, so its speed is the rate
 // at which the weights stream from memory. LibTorch's reduced-precision GEMV on AVX2 machines
@@ -31,6 +31,12 @@ constexpr int64_t kGemvMaxRows = 4;
 // The result has x's dtype; the sums run in float32 and round once, as LibTorch's do.
 torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight,
                           const c10::optional<torch::Tensor>& bias);
+
+// The kernel itself: x [..., K] (any floating dtype, taken as float32) times weight [N, K]
+// (bf16, fp16 or int8, on the CPU) transposed, summed in float32: [M, N] float32 with M = the
+// rows of x. Every row of the weight is read once for all M rows (M small: kGemvMaxRows). The
+// caller checks gemv_kernel_available() and the shapes (gemv_linear; model/int8_linear.h).
+torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight);
 
 // How many of LibTorch's intra-op threads an at::parallel_for in era's kernels reaches (its
 // OpenMP build runs the loop on its pool only in files compiled with OpenMP: CMakeLists.txt).

@@ -83,15 +83,22 @@ int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && narrow && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
+int64_t cpu_int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
+  return bundle.device.is_cpu() && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
+}
+
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const int64_t upcast_rows = cpu_upcast_min_rows(bundle, mode);
-  const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode);
+  const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = cpu_int8_gemv_max_rows(bundle, mode);
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {
       const bool widens = m.hasattr("cpu_upcast_min_rows"), hands_over = m.hasattr("gemv_max_rows");
       if (widens) m.setattr("cpu_upcast_min_rows", upcast_rows);
-      if (hands_over) m.setattr("gemv_max_rows", gemv_rows);
+      // a weight-only int8 linear: its weight and the per-row scales are plain tensors
+      const bool int8 = m.hasattr("scales") && m.hasattr("weight") && m.attr("weight").isTensor() &&
+                        m.attr("weight").toTensor().scalar_type() == torch::kChar;
+      if (hands_over) m.setattr("gemv_max_rows", int8 ? int8_gemv_rows : gemv_rows);
       set += widens || hands_over;
     }
   }

@@ -79,11 +79,12 @@ int64_t release_source(const torch::jit::Module& linear) {
 
 Int8LoadPlan prepare_int8_load(const Manifest& manifest, const std::string& dir, const torch::Device& device) {
   Int8LoadPlan plan;
-  if (manifest.int8_weights.empty()) return plan;
+  // Weight-only int8 linears hold plain tensors (model/int8_linear.h): no engine, any device.
+  if (manifest.int8_weights.empty() || manifest.int8_scheme == "weight-only") return plan;
   if (!device.is_cpu()) {
     throw Error(ErrorCode::kInvalidArgument,
-                dir + ": quantization.int8 = \"" + manifest.int8_weights + "\": int8 bundles run on the CPU only (LibTorch has no "
-                "weight-only int8 matmul on " + device.str() + "); export the checkpoint without --int8 for GPUs");
+                dir + ": quantization.int8 = \"" + manifest.int8_weights + "\" (int8_scheme \"dynamic\"): LibTorch's quantised linears run on the CPU only (it has no "
+                "quantised linear on " + device.str() + "); export the checkpoint with --int8-scheme weight-only (or without --int8) for GPUs");
   }
   for (at::QEngine e : compat::quantized_engines_by_preference()) {
     if (engine_supported(e)) {

@@ -1,8 +1,11 @@
 #pragma once
-// Internal header. Bundles with int8 weights (tools/export_llava.py --int8, manifest
-// quantization.int8): their Linear layers are LibTorch dynamically quantised linears whose packed
-// weights are re-packed at load for the process's quantisation engine, so the engine is chosen
-// before the modules are opened, and the linears are finished for it afterwards.
+// Internal header. Bundles with int8 weights of the "dynamic" scheme (tools/export_llava.py --int8
+// --int8-scheme dynamic, and every int8 bundle exported before the schemes; manifest
+// quantization.int8 / int8_scheme): their Linear layers are LibTorch dynamically quantised
+// linears whose packed weights are re-packed at load for the process's quantisation engine, so
+// the engine is chosen before the modules are opened, and the linears are finished for it
+// afterwards. The "weight-only" scheme's linears are plain tensors run by era::int8_linear
+// (model/int8_linear.h): nothing here applies to them.
 #include <torch/script.h>
 
 #include <string>
@@ -20,7 +23,7 @@ struct Int8LoadPlan {
   at::QEngine load = at::QEngine::NoQEngine;
 };
 
-// Before the modules load: refuses a non-CPU device (LibTorch's int8 linear is CPU only; there is
+// Before the modules load (a dynamic-scheme bundle; otherwise nothing happens): refuses a non-CPU device (LibTorch's int8 linear is CPU only; there is
 // no weight-only int8 matmul on CUDA in LibTorch) and a LibTorch without a quantisation engine
 // (kBundle, naming the bundle and quantization.int8); picks the fastest engine this LibTorch has
 // (x86, fbgemm, onednn, qnnpack) to run on. oneDNN keeps the int8 weight it packs from beside its

@@ -261,6 +261,12 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   m.int8_weights = text_field_or(j, "quantization.int8", path, "");
   if (m.int8_weights != "" && m.int8_weights != "decoder" && m.int8_weights != "all")
     bad_value(path, "quantization.int8", json(m.int8_weights), "must be \"decoder\" or \"all\"");
+  if (!m.int8_weights.empty()) {
+    // int8 bundles exported before the weight-only scheme hold LibTorch's quantised linears
+    m.int8_scheme = text_field_or(j, "quantization.int8_scheme", path, "dynamic");
+    if (m.int8_scheme != "weight-only" && m.int8_scheme != "dynamic")
+      bad_value(path, "quantization.int8_scheme", json(m.int8_scheme), "must be \"weight-only\" or \"dynamic\"");
+  }
   // Only the names here; bundle.cpp checks that each is a regular file inside the bundle folder.
   for (auto [field_name, out] : {std::pair{"files.vision", &m.vision_file}, std::pair{"files.projector", &m.projector_file},
                                  std::pair{"files.decoder", &m.decoder_file}, std::pair{"files.tokenizer", &m.tokenizer_file}}) {

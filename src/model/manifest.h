@@ -152,6 +152,9 @@ struct Manifest {
   std::string attention;   // "math" or "sdpa"
   std::string exported_torch;  // exported_with.torch: torch.__version__ of the exporter, e.g. "2.11.0+cu130"
   std::string int8_weights;    // quantization.int8: "" (none), "decoder" or "all" (model/int8_weights.h)
+  // quantization.int8_scheme: "weight-only" (era::int8_linear, model/int8_linear.h) or "dynamic"
+  // (LibTorch's quantised linears; what int8 bundles without the field hold); "" without int8.
+  std::string int8_scheme;
   int decoder_api = 1;
   std::string vision_file, projector_file, decoder_file, tokenizer_file;
   VisionSpec vision;

@@ -146,7 +146,10 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
   std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
                                    "memory read", "memory copy"};
-  if (gemv_kernel_available()) rows.push_back("GEMV era-bf16");  // era's decode kernel (model/cpu_gemv.h)
+  if (gemv_kernel_available()) {  // era's decode kernel (model/cpu_gemv.h), on bf16 and int8 weights
+    rows.push_back("GEMV era-bf16");
+    rows.push_back("GEMV era-int8");
+  }
   for (const std::string& row : rows) {
     const auto at = r.out.find(row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
@@ -215,18 +218,22 @@ TEST(EraBenchCli, ReportsWhetherTorchScriptOptimisesTheGraphs) {
 }
 
 TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
-  const std::string int8_bundle = test::int8_bundle_dir();
-  const auto r = test::run_command(test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
-                                   "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_TRUE(j.contains("int8")) << r.out;
-  const std::string engine = j["int8"]["engine"];
-  const int64_t freed = j["int8"]["freed_weight_copies_bytes"];
-  // oneDNN (Debian's 1.13) keeps a copy of each int8 weight, one byte per weight, and era frees
-  // it; x86 / fbgemm (PyPI's) keep none
-  EXPECT_EQ(freed, engine == "ONEDNN" ? test::decoder_int8_weight_bytes(read_manifest(int8_bundle)) : 0) << engine;
-  EXPECT_GE(j["memory"]["peak_during_open_bytes"].get<int64_t>(), j["memory"]["resident_after_open_bytes"].get<int64_t>());
+  for (const std::string& int8_bundle : {test::int8_bundle_dir(), test::int8_dynamic_bundle_dir()}) {
+    SCOPED_TRACE(int8_bundle);
+    const auto r = test::run_command(test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
+                                     "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.contains("int8")) << r.out;
+    const std::string engine = j["int8"]["engine"], scheme = j["int8"]["scheme"];
+    const int64_t freed = j["int8"]["freed_weight_copies_bytes"];
+    EXPECT_EQ(scheme, read_manifest(int8_bundle).int8_scheme);
+    // weight-only: era's kernel, nothing packed. Dynamic: oneDNN (Debian's 1.13) keeps a copy of
+    // each int8 weight, one byte per weight, and era frees it; x86 / fbgemm (PyPI's) keep none
+    if (scheme == "weight-only") EXPECT_EQ(engine, "era");
+    EXPECT_EQ(freed, engine == "ONEDNN" ? test::decoder_int8_weight_bytes(read_manifest(int8_bundle)) : 0) << engine;
+    EXPECT_GE(j["memory"]["peak_during_open_bytes"].get<int64_t>(), j["memory"]["resident_after_open_bytes"].get<int64_t>());
+  }
   // a float bundle has no int8 section
   const auto plain = nlohmann::json::parse(bench("--methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -").out);
   EXPECT_FALSE(plain.contains("int8"));

@@ -8,8 +8,13 @@
 
 namespace era::test {
 
-// The tiny checkpoint exported with int8 decoder weights (fixture.int8_bundle).
+// The tiny checkpoint exported with int8 decoder weights (fixture.int8_bundle): the default
+// "weight-only" scheme (model/int8_linear.h).
 inline std::string int8_bundle_dir() { return testdata_dir() + "/bundle-int8"; }
+
+// The same with --int8-scheme dynamic (fixture.int8_dynamic_bundle): LibTorch's quantised
+// linears (model/int8_weights.h).
+inline std::string int8_dynamic_bundle_dir() { return testdata_dir() + "/bundle-int8-dynamic"; }
 
 // Bytes of the decoder's int8 weights, one per weight: q/k/v/o and gate/up/down per layer, and
 // the LM head.

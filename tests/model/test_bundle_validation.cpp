@@ -102,6 +102,12 @@ const std::vector<ManifestCase>& manifest_cases() {
       {"not_an_object", [](json& m) { m["vision"] = 5; }, {"missing field 'vision.image_size'"}},
       {"int8_scope_unknown", [](json& m) { m["quantization"]["int8"] = "projector"; },
        {"quantization.int8 = \"projector\"", "\"decoder\" or \"all\""}},
+      {"int8_scheme_unknown",
+       [](json& m) {
+         m["quantization"]["int8"] = "decoder";
+         m["quantization"]["int8_scheme"] = "int4";
+       },
+       {"quantization.int8_scheme = \"int4\"", "\"weight-only\" or \"dynamic\""}},
   };
   return cases;
 }

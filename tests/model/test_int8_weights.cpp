@@ -1,9 +1,11 @@
-// Bundles with int8 decoder weights (export_llava.py --int8 decoder, model/int8_weights.h): they
-// load on the CPU with an engine chosen and every int8 linear configured for it, give the float
-// bundle's prompt logits within the int8 error and mostly its greedy tokens (the accuracy cost,
-// printed), and are refused on a GPU with the field named. Where the engine keeps the int8 weights
-// beside its packed copies (oneDNN), they load under QNNPACK and are packed one at a time, and
-// the kept copies are freed, without changing any product.
+// Bundles with int8 decoder weights (export_llava.py --int8 decoder), both schemes: the
+// weight-only one (model/int8_linear.h, the default) and the dynamic one (model/int8_weights.h).
+// Both give the float bundle's prompt logits within the int8 error and mostly its greedy tokens
+// (the accuracy cost, printed); weight-only quantises no activations, so its error is the smaller.
+// Dynamic bundles load on the CPU with an engine chosen and every int8 linear configured for it,
+// and are refused on a GPU with the field named (weight-only ones are not). Where the engine keeps
+// the int8 weights beside its packed copies (oneDNN), they load under QNNPACK and are packed one
+// at a time, and the kept copies are freed, without changing any product.
 #include <gtest/gtest.h>
 
 #include <ATen/Context.h>
@@ -30,24 +32,32 @@ namespace {
 
 using test::decoder_int8_weight_bytes;
 using test::int8_bundle_dir;
+using test::int8_dynamic_bundle_dir;
 
+// Linears of either scheme: a packed LibTorch weight (dynamic) or int8 weight + scales.
 int count_int8_linears(const torch::jit::Module& top) {
   int n = 0;
-  for (const torch::jit::Module m : top.modules()) n += m.hasattr("_packed") ? 1 : 0;
+  for (const torch::jit::Module m : top.modules()) n += m.hasattr("_packed") || m.hasattr("scales") ? 1 : 0;
   return n;
 }
 
-TEST(Int8Weights, ManifestNamesTheScopeAndEveryDecoderLinearIsInt8) {
-  ModelBundle b = load_bundle(int8_bundle_dir(), torch::kCPU);
-  EXPECT_EQ(b.manifest.int8_weights, "decoder");
-  // q/k/v/o and gate/up/down per layer, and lm_head; the vision tower and projector stay float
-  EXPECT_EQ(count_int8_linears(b.decoder), 7 * b.manifest.text.num_layers + 1);
-  EXPECT_EQ(count_int8_linears(b.vision), 0);
-  EXPECT_EQ(count_int8_linears(b.projector), 0);
-  EXPECT_EQ(configure_int8_modules(b), 7 * b.manifest.text.num_layers + 1);
+TEST(Int8Weights, ManifestNamesTheScopeAndSchemeAndEveryDecoderLinearIsInt8) {
+  for (const auto& [dir, scheme] : {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
+    SCOPED_TRACE(scheme);
+    ModelBundle b = load_bundle(dir, torch::kCPU);
+    EXPECT_EQ(b.manifest.int8_weights, "decoder");
+    EXPECT_EQ(b.manifest.int8_scheme, scheme);
+    // q/k/v/o and gate/up/down per layer, and lm_head; the vision tower and projector stay float
+    EXPECT_EQ(count_int8_linears(b.decoder), 7 * b.manifest.text.num_layers + 1);
+    EXPECT_EQ(count_int8_linears(b.vision), 0);
+    EXPECT_EQ(count_int8_linears(b.projector), 0);
+    // only the dynamic scheme's linears have an activation range to set
+    EXPECT_EQ(configure_int8_modules(b), std::string(scheme) == "dynamic" ? 7 * b.manifest.text.num_layers + 1 : 0);
+  }
   EXPECT_NE(int8_engine_name(), "NoQEngine");
   ModelBundle f = load_bundle(test::bundle_dir(), torch::kCPU);
   EXPECT_EQ(f.manifest.int8_weights, "");
+  EXPECT_EQ(f.manifest.int8_scheme, "");
   EXPECT_EQ(configure_int8_modules(f), 0);
 }
 
@@ -58,21 +68,37 @@ TEST(Int8Weights, PromptLogitsAndGreedyTokensStayCloseToTheFloatBundle) {
   r.reduction.method = "era";
   r.reduction.tokens = 32;
   Session f = Session::open(test::bundle_dir());
-  Session q = Session::open(int8_bundle_dir());
-  const torch::Tensor lf = debug::prompt(f, r).logits, lq = debug::prompt(q, r).logits;
-  ASSERT_EQ(lf.sizes(), lq.sizes());
-  const double rel = ((lq - lf).abs().max() / lf.abs().max()).item<double>();
-  const double agree = lf.argmax(-1).eq(lq.argmax(-1)).to(torch::kFloat).mean().item<double>();
-  std::cout << "int8 decoder vs float32, " << lf.size(0) << " prompt positions: max |logit error| / max |logit| = " << rel
-            << ", greedy agreement " << agree << " (engine " << int8_engine_name() << ")\n";
-  EXPECT_GT(rel, 0.0);  // the weights really are quantised
-  EXPECT_LT(rel, 0.15);  // measured 0.074 (x86 engine); a wrong scale or layout gives ~1
-  EXPECT_GE(agree, 0.85);
-  // and generation runs end to end with the same length
-  r.max_new_tokens = 6;
-  r.stop_at_eos = false;
-  const Result a = f.generate(r), b = q.generate(r);
-  EXPECT_EQ(a.tokens.size(), b.tokens.size());
+  const torch::Tensor lf = debug::prompt(f, r).logits;
+  std::vector<double> errors;
+  for (const auto& [dir, scheme] : {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
+    SCOPED_TRACE(scheme);
+    Session q = Session::open(dir);
+    const torch::Tensor lq = debug::prompt(q, r).logits;
+    ASSERT_EQ(lf.sizes(), lq.sizes());
+    const double rel = ((lq - lf).abs().max() / lf.abs().max()).item<double>();
+    const double agree = lf.argmax(-1).eq(lq.argmax(-1)).to(torch::kFloat).mean().item<double>();
+    std::cout << "int8 decoder (" << scheme << ") vs float32, " << lf.size(0) << " prompt positions: max |logit error| / max |logit| = "
+              << rel << ", greedy agreement " << agree << " (engine " << int8_engine_name() << ")\n";
+    EXPECT_GT(rel, 0.0);  // the weights really are quantised
+    EXPECT_LT(rel, 0.15);  // measured 0.074 (dynamic, x86 engine); a wrong scale or layout gives ~1
+    EXPECT_GE(agree, 0.85);
+    errors.push_back(rel);
+    // and generation runs end to end with the same length
+    Request g = r;
+    g.max_new_tokens = 6;
+    g.stop_at_eos = false;
+    EXPECT_EQ(f.generate(g).tokens.size(), q.generate(g).tokens.size());
+  }
+  // the weights' rounding alone against the weights' and the activations' rounding
+  EXPECT_LT(errors[0], errors[1]) << "weight-only int8 was less accurate than dynamic int8";
+}
+
+TEST(Int8Weights, AWeightOnlyBundleNeedsNoEngineAndNoCpu) {
+  Manifest m;
+  m.int8_weights = "decoder";
+  m.int8_scheme = "weight-only";
+  const Int8LoadPlan plan = prepare_int8_load(m, "some/bundle", torch::Device(torch::kCUDA, 0));
+  EXPECT_FALSE(plan.int8);  // nothing for an engine to do
 }
 
 bool engine_supported(at::QEngine engine) {
@@ -80,13 +106,13 @@ bool engine_supported(at::QEngine engine) {
   return std::find(supported.begin(), supported.end(), engine) != supported.end();
 }
 
-// The int8 bundle's decoder, its linears packed for `engine` as they load; the process's engine
+// The dynamic int8 bundle's decoder, its linears packed for `engine` as they load; the process's engine
 // is restored afterwards.
 torch::jit::Module load_int8_decoder(at::QEngine engine) {
   register_era_operators();
   const at::QEngine before = at::globalContext().qEngine();
   at::globalContext().setQEngine(engine);
-  torch::jit::Module m = torch::jit::load(int8_bundle_dir() + "/decoder.pt");
+  torch::jit::Module m = torch::jit::load(int8_dynamic_bundle_dir() + "/decoder.pt");
   at::globalContext().setQEngine(before);
   m.eval();
   return m;
@@ -145,7 +171,7 @@ TEST(Int8Weights, EnginesThatKeepNoSecondCopyOrStillNeedItAreLeftAlone) {
 }
 
 TEST(Int8Weights, LoadsForTheFastestEngineKeepingOneCopyOfEachWeight) {
-  ModelBundle b = load_bundle(int8_bundle_dir(), torch::kCPU);
+  ModelBundle b = load_bundle(int8_dynamic_bundle_dir(), torch::kCPU);
   const at::QEngine run = at::globalContext().qEngine();
   const bool onednn = run == at::QEngine::ONEDNN;
   // the fastest engine there is: x86 on LibTorch 2.x, oneDNN on Debian's 1.13 (no fbgemm)
@@ -163,7 +189,7 @@ TEST(Int8Weights, ALazyQnnpackLoadIsPackedForOnednnWithTheSameProducts) {
   if (!engine_supported(at::QEngine::ONEDNN) || !engine_supported(at::QEngine::QNNPACK)) {
     GTEST_SKIP() << "this LibTorch lacks the oneDNN or the QNNPACK quantisation engine";
   }
-  ModelBundle b = load_bundle(int8_bundle_dir(), torch::kCPU);
+  ModelBundle b = load_bundle(int8_dynamic_bundle_dir(), torch::kCPU);
   const at::QEngine before = at::globalContext().qEngine();
   b.decoder = load_int8_decoder(at::QEngine::QNNPACK);
   for (const torch::jit::Module& m : int8_linears(b.decoder)) EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsQnnp");
@@ -186,6 +212,7 @@ TEST(Int8Weights, ALazyQnnpackLoadIsPackedForOnednnWithTheSameProducts) {
 TEST(Int8Weights, AGpuDeviceIsRefusedNamingTheField) {
   Manifest m;
   m.int8_weights = "decoder";
+  m.int8_scheme = "dynamic";
   try {
     prepare_int8_load(m, "some/bundle", torch::Device(torch::kCUDA, 0));
     FAIL() << "a CUDA device was accepted";

@@ -22,6 +22,7 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(REPO, "tools")
 
+from era_tools import int8_weights
 from era_tools import make_random_bundle as mrb
 from era_tools import torch_versions
 from references.fixture_files import read_json
@@ -112,12 +113,29 @@ class RandomBundleTest(unittest.TestCase):
         self.assertIn("linear layers stored as int8", r.stdout)
         mq = read_json(os.path.join(q, "manifest.json"))
         self.assertEqual(mq["quantization"]["int8"], "decoder")
+        self.assertEqual(mq["quantization"]["int8_scheme"], "weight-only")
         self.assertNotIn("quantization", m)
         qdec = torch_versions.load(os.path.join(q, "decoder.pt")).state_dict()
-        self.assertNotIn("layers.0.self_attn.q_proj.weight", qdec)  # int8, packed
+        # weight-only: each int8 row times its scale is the float row within half a step
+        w, qw = dec["layers.0.self_attn.q_proj.weight"], qdec["layers.0.self_attn.q_proj.weight"]
+        scales = qdec["layers.0.self_attn.q_proj.scales"]
+        self.assertEqual(qw.dtype, torch.int8)
+        self.assertEqual(qw.abs().amax(dim=1).tolist(), [127] * qw.shape[0])  # absmax rows reach 127
+        err = (qw.float() * scales[:, None] - w).abs()
+        self.assertTrue(bool((err <= scales[:, None] * 0.5 + 1e-7).all()))
         self.assertTrue(torch.equal(qdec["embed_tokens.weight"], dec["embed_tokens.weight"]))
         # the vision tower stays float with --int8 decoder
         self.assertEqual(params(q, "vision.pt"), params(out, "vision.pt"))
+        if not int8_weights.int8_available("dynamic"):
+            return
+        d = os.path.join(SCRATCH, "tiny-int8-dynamic")
+        r = make("--preset", "tiny", "--dtype", "float32", "--out", d, "--int8", "decoder",
+                 "--int8-scheme", "dynamic", "--no-check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_json(os.path.join(d, "manifest.json"))["quantization"]["int8_scheme"], "dynamic")
+        ddec = torch_versions.load(os.path.join(d, "decoder.pt"))
+        self.assertNotIn("layers.0.self_attn.q_proj.weight", ddec.state_dict())  # packed by LibTorch
+        self.assertTrue(any(hasattr(sub, "_packed") for sub in ddec.modules()))
 
     def test_config_file_with_real_vocab_and_next_arch(self):
         config = mrb.preset_config("tiny-next", "float16", 1000)

@@ -55,10 +55,11 @@ def load(bundle, dtype=None):
     m = torch_versions.load(os.path.join(bundle, manifest["files"]["decoder"]))
     if dtype is not None:
         m = m.to(dtype)
-    # int8 linears: 7-bit activations unless the CPU has VNNI (as era's loader decides)
+    # dynamic-scheme int8 linears: 7-bit activations unless the CPU has VNNI (as era's loader
+    # decides); weight-only ones run Python's era::int8_linear (era_ops.py)
     reduce = not cpu_has_vnni()
     for sub in m.modules():
-        if hasattr(sub, "_packed") and hasattr(sub, "reduce_range"):
+        if hasattr(sub, "_packed") and hasattr(sub, "reduce_range"):  # the "dynamic" scheme
             sub.reduce_range = reduce
     return m, manifest
 
@@ -114,6 +115,8 @@ def compare(args):
     first = same.index(False) if False in same else len(same)
     result = {"reference": args.reference, "candidate": args.candidate, "dtype": ma["dtype"],
               "candidate_int8": mb.get("quantization", {}).get("int8", "none"),
+              "candidate_int8_scheme": mb.get("quantization", {}).get("int8_scheme",
+                                                                       "dynamic" if "quantization" in mb else "none"),
               "engine": torch.backends.quantized.engine, "prompt_tokens": args.tokens,
               "logit_error_max_over_max": rel_max, "logit_error_mean_over_std": rel_mean,
               "top1_agreement_prompt": top1, "greedy_agreement": sum(same) / len(same),

@@ -8,15 +8,35 @@ The schemas are part of the bundle format: never change one, add a new operator 
   era::gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor
       = F.linear(x, weight, bias). In C++: the decode step's product for a few rows with bf16 /
       fp16 weights, widened to float32 in registers (AVX2 + FMA).
+  era::int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, int gemv_max_rows,
+                   int upcast_min_rows) -> Tensor
+      = (x @ weight^T) * scales + bias for an int8 weight with per-row float32 scales, the sums in
+      float32 (upcast_min_rows > 0 and at least that many rows: the GEMM in float32), rounded to
+      x's dtype. In C++ (src/model/int8_linear.h): era's kernel for at most gemv_max_rows rows,
+      slices of the weight converted for LibTorch's GEMM above that.
 """
 import torch
 import torch.nn.functional as F
 
-SCHEMAS = {"gemv": "gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor"}
+SCHEMAS = {"gemv": "gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
+           "int8_linear": "int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, "
+                          "int gemv_max_rows, int upcast_min_rows) -> Tensor"}
 
 
 def _gemv(x, weight, bias):
     return F.linear(x, weight, bias)
+
+
+def _int8_linear(x, weight, scales, bias, gemv_max_rows, upcast_min_rows):
+    rows = x.numel() // max(x.shape[-1], 1)
+    dtype = torch.float32 if 0 < upcast_min_rows <= rows else x.dtype
+    y = F.linear(x.to(dtype), weight.to(dtype)).float() * scales.float()
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(x.dtype)
+
+
+_KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear}
 
 
 def _defined(name):
@@ -33,12 +53,13 @@ def _register():
     which must stay alive: collecting it unregisters the operators."""
     if all(_defined(name) for name in SCHEMAS):
         return None
-    lib = torch.library.Library("era", "DEF")
-    lib.define(SCHEMAS["gemv"])
-    # CPU and CUDA rather than CompositeExplicitAutograd: the key torch 1.13 also accepts for
-    # Python kernels.
-    for key in ("CPU", "CUDA"):
-        lib.impl("gemv", _gemv, key)
+    lib = torch.library.Library("era", "DEF")  # torch 1.13 has no "FRAGMENT" kind
+    for name, schema in SCHEMAS.items():
+        lib.define(schema)
+        # CPU and CUDA rather than CompositeExplicitAutograd: the key torch 1.13 also accepts
+        # for Python kernels.
+        for key in ("CPU", "CUDA"):
+            lib.impl(name, _KERNELS[name], key)
     return lib
 
 

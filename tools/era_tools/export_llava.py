@@ -32,7 +32,7 @@ import time
 import torch
 
 from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_image_mode
-from .int8_weights import INT8_MODULES, int8_available, quantize_module
+from .int8_weights import INT8_MODULES, INT8_SCHEMES, int8_available, quantize_module
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
 from .prompt_template import TEMPLATES, TemplateError, default_template, prompt_section
 from .safetensors_io import WeightsFileError
@@ -74,9 +74,13 @@ def parse_args(argv=None):
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto",
                    help="decoder attention kernel: auto = sdpa on torch >= 2.1, else math")
     p.add_argument("--int8", choices=list(INT8_MODULES), default=None,
-                   help="store Linear weights as int8 with per-channel scales (CPU only; "
-                        "tools/era_tools/int8_weights.py): 'decoder' = the language model's, "
+                   help="store Linear weights as int8 with per-channel scales "
+                        "(tools/era_tools/int8_weights.py): 'decoder' = the language model's, "
                         "'all' = the vision tower's and projector's too")
+    p.add_argument("--int8-scheme", choices=list(INT8_SCHEMES), default=INT8_SCHEMES[0],
+                   help="how int8 weights run: 'weight-only' = era's int8 kernel, activations "
+                        "unquantised, any device (default); 'dynamic' = LibTorch's dynamically "
+                        "quantised linears (8-bit activations, CPU only)")
     p.add_argument("--name", help="model_name in the manifest (default: checkpoint folder name)")
     p.add_argument("--template", choices=["auto"] + list(TEMPLATES), default="auto",
                    help="conversation template (manifest prompt.template): auto = the LLaVA "
@@ -158,7 +162,7 @@ def image_manifest(cfg, pre):
     return image
 
 
-def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None):
+def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None, int8_scheme=INT8_SCHEMES[0]):
     cfg, pre = ckpt.config, ckpt.preprocessor
     prompt, added_tokens, stop_ids = prompt_and_stops(ckpt, template)
     v, t = cfg.vision, cfg.text
@@ -203,8 +207,10 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None)
         "prompt": prompt,
     }
     if int8:
-        manifest["quantization"] = {"int8": int8, "scheme": "per-output-channel symmetric int8 "
-                                    "weights, dynamically quantised 8-bit activations"}
+        activations = ("activations in the model dtype" if int8_scheme == "weight-only"
+                       else "dynamically quantised 8-bit activations")
+        manifest["quantization"] = {"int8": int8, "int8_scheme": int8_scheme,
+                                    "scheme": f"per-output-channel symmetric int8 weights, {activations}"}
     if ckpt.video is not None:  # OneVision: frames, their placeholder and its id
         manifest["video"] = ckpt.video
         manifest["tokens"]["video_token_id"] = cfg.video_token_id
@@ -414,16 +420,17 @@ def export(args):
           f"{len(ckpt.ignored)} unused tensor(s) ignored")
     name = args.name or os.path.basename(os.path.normpath(os.path.abspath(args.checkpoint)))
     return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name, template=args.template,
-                             int8=args.int8)
+                             int8=args.int8, int8_scheme=args.int8_scheme)
 
 
 def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, check=True,
-                      template="auto", int8=None):
+                      template="auto", int8=None, int8_scheme=INT8_SCHEMES[0]):
     """Build the eager modules from `ckpt` (a LlavaCheckpoint whose vision / projector / text
     dicts hold the weights: loaded from a folder, or random from tools/make_random_bundle.py),
     script and save them with the tokenizer and manifest, verify (unless check=False) and move the
     bundle into place. The checkpoint's tensors are handed to the modules (ckpt is emptied) so a
-    7B model is held once. int8: None, "decoder" or "all" (export_llava.py --int8)."""
+    7B model is held once. int8: None, "decoder" or "all" (export_llava.py --int8); int8_scheme:
+    "weight-only" or "dynamic" (--int8-scheme, int8_weights.py)."""
     start = time.time()
     check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
     if ckpt.config.arch == "llava-onevision" and ckpt.config.vision.select_strategy != "full":
@@ -439,8 +446,10 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     dtype = DTYPES[dtype_name]
     if int8 is not None and int8 not in INT8_MODULES:
         raise ExportError(f"--int8 {int8!r}: not one of {', '.join(INT8_MODULES)}")
-    if int8 and not int8_available():
-        raise ExportError(f"--int8: torch {torch.__version__} has no quantisation engine "
+    if int8_scheme not in INT8_SCHEMES:
+        raise ExportError(f"--int8-scheme {int8_scheme!r}: not one of {', '.join(INT8_SCHEMES)}")
+    if int8 and not int8_available(int8_scheme):
+        raise ExportError(f"--int8-scheme {int8_scheme}: torch {torch.__version__} has no quantisation engine "
                           f"(supported: {torch.backends.quantized.supported_engines})")
     # before any work: a template the tokenizer cannot serve is a user error
     prompt_and_stops(ckpt, template)
@@ -455,8 +464,8 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     ckpt.vision, ckpt.projector, ckpt.text = {}, {}, {}  # the modules own the weights now
     if int8:
         for key in (("decoder",) if int8 == "decoder" else ("vision", "projector", "decoder")):
-            n = quantize_module(modules[key])
-            print(f"export_llava: {key}: {n} linear layers stored as int8")
+            n = quantize_module(modules[key], int8_scheme)
+            print(f"export_llava: {key}: {n} linear layers stored as int8 ({int8_scheme})")
 
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=os.path.dirname(out))
     umask = os.umask(0)
@@ -471,10 +480,10 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
             del scripted
         shutil.copyfile(ckpt.tokenizer_path, paths["tokenizer"])
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(make_manifest(ckpt, name, dtype_name, attention, template, int8), f, indent=2)
+            json.dump(make_manifest(ckpt, name, dtype_name, attention, template, int8, int8_scheme), f, indent=2)
             f.write("\n")
         if check:
-            verify(paths, modules, ckpt, dtype, cpu_only=bool(int8))
+            verify(paths, modules, ckpt, dtype, cpu_only=int8 is not None and int8_scheme == "dynamic")
         else:
             print("export_llava: numerical check skipped")
         modules.clear()
@@ -482,7 +491,7 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"export_llava: wrote {out} (dtype {dtype_name}{', int8 ' + int8 if int8 else ''}, attention {attention}, "
+    print(f"export_llava: wrote {out} (dtype {dtype_name}{', int8 ' + int8 + ' ' + int8_scheme if int8 else ''}, attention {attention}, "
           f"torch {torch.__version__}) in {time.time() - start:.1f} s")
     return 0
 

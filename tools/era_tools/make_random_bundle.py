@@ -118,6 +118,8 @@ def parse_args(argv=None):
     p.add_argument("--dtype", choices=list(DTYPES), default="float16")
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--int8-scheme", choices=["weight-only", "dynamic"], default="weight-only",
+                   help="export_llava.py --int8-scheme")
     p.add_argument("--int8", choices=["decoder", "all"], default=None,
                    help="int8 Linear weights (export_llava.py --int8): the same random model as "
                         "without it, for speed and accuracy comparisons")
@@ -343,7 +345,7 @@ def export_random(args, folder):
         write_text_model(ckpt, folder, args.text_model)
     name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
     return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
-                             check=not args.no_check, int8=args.int8)
+                             check=not args.no_check, int8=args.int8, int8_scheme=args.int8_scheme)
 
 
 def main(argv=None):

@@ -1,0 +1,81 @@
+#include "model/int8_linear.h"
+
+#include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "model/cpu_gemv.h"
+
+namespace era {
+
+namespace {
+
+// Bytes of converted weight per GEMM call: 8M bf16 / 4M float32 elements (at K = 4096, 2048 /
+// 1024 output rows). Measured on the README's AMX VM (Debian's 1.13, oneDNN bf16 GEMM, the 7B-width
+// prefill of 222 tokens, three alternating runs each): 2M-element slices 2.6-3.5 s, 8M 1.2-1.8 s,
+// 16M 1.4-2.1 s, the whole weight at once 3.1-3.3 s. Many small GEMMs cost oneDNN its setup per
+// call; one 90 MB (bf16) buffer per call is past glibc's mmap threshold (at most 32 MB), so each
+// call maps fresh pages and faults on every one of them. 16 MB stays under it and is reused from
+// the heap.
+constexpr int64_t kSliceBytes = int64_t{16} << 20;
+
+void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
+                     const c10::optional<torch::Tensor>& bias) {
+  TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kChar, "era::int8_linear: weight must be int8 [N, K], got ",
+              weight.scalar_type(), " ", weight.sizes());
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "era::int8_linear: x ", x.sizes(), " does not match weight ",
+              weight.sizes());
+  TORCH_CHECK(scales.dim() == 1 && scales.size(0) == weight.size(0), "era::int8_linear: scales ", scales.sizes(),
+              " do not match weight ", weight.sizes());
+  TORCH_CHECK(!bias || !bias->defined() || (bias->dim() == 1 && bias->size(0) == weight.size(0)), "era::int8_linear: bias ",
+              bias->sizes(), " does not match weight ", weight.sizes());
+}
+
+// The GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time.
+torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weight, torch::ScalarType dtype) {
+  const int64_t N = weight.size(0), K = weight.size(1);
+  const int64_t row_bytes = std::max<int64_t>(K, 1) * static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t step = std::max<int64_t>(1, kSliceBytes / row_bytes);
+  if (N <= step) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
+  torch::Tensor y = torch::empty({x2.size(0), N}, x2.options().dtype(torch::kFloat));
+  for (int64_t n0 = 0; n0 < N; n0 += step) {
+    const int64_t n = std::min(step, N - n0);
+    y.narrow(1, n0, n).copy_(torch::matmul(x2, weight.narrow(0, n0, n).to(dtype).t()));
+  }
+  return y;
+}
+
+}  // namespace
+
+torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
+                          const c10::optional<torch::Tensor>& bias, int64_t gemv_max_rows, int64_t upcast_min_rows) {
+  check_arguments(x, weight, scales, bias);
+  const int64_t K = weight.size(1), N = weight.size(0);
+  int64_t M = 1;  // the rows of x (counted, not x.numel() / K: K may be 0)
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = N;
+  torch::Tensor y;  // float32 [M, N]: the unscaled sums
+  if (M >= 1 && M <= gemv_max_rows && K > 0 && x.is_cpu() && weight.is_cpu() && gemv_kernel_available()) {
+    y = gemv_products(x, weight);
+  } else {
+    const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
+    const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
+    y = sliced_products(x.reshape({M, K}).to(dtype), weight, dtype);
+  }
+  y.mul_(scales.to(torch::kFloat));
+  if (bias && bias->defined()) y.add_(bias->to(torch::kFloat));
+  return y.to(x.scalar_type()).view(shape);
+}
+
+void register_int8_linear_operator() {}  // the registrations below run when this object is linked in
+
+// The bundle format's operator (the schema is fixed: bundles carry calls to it). One kernel for
+// every device: the kernel path applies to CPU tensors only.
+TORCH_LIBRARY_FRAGMENT(era, m) {
+  m.def("int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, int gemv_max_rows, int upcast_min_rows) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(era, CompositeExplicitAutograd, m) { m.impl("int8_linear", &int8_linear); }
+
+}  // namespace era
