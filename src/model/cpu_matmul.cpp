@@ -95,9 +95,8 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
     for (torch::jit::Module m : top->modules()) {
       const bool widens = m.hasattr("cpu_upcast_min_rows"), hands_over = m.hasattr("gemv_max_rows");
       if (widens) m.setattr("cpu_upcast_min_rows", upcast_rows);
-      // a weight-only int8 linear: its weight and the per-row scales are plain tensors
-      const bool int8 = m.hasattr("scales") && m.hasattr("weight") && m.attr("weight").isTensor() &&
-                        m.attr("weight").toTensor().scalar_type() == torch::kChar;
+      // a weight-only int8 linear (tools/era_tools/int8_weights.py): the one module with `scales`
+      const bool int8 = m.hasattr("scales");
       if (hands_over) m.setattr("gemv_max_rows", int8 ? int8_gemv_rows : gemv_rows);
       set += widens || hands_over;
     }
