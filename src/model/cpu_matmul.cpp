@@ -7,6 +7,7 @@
 #include "era/error.h"
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
+#include "model/int8_linear.h"
 #include "util/compat.h"
 
 namespace era {
@@ -83,13 +84,14 @@ int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && narrow && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
-int64_t cpu_int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
+int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
+  if (bundle.device.is_cuda()) return int8_cuda_kernel_max_rows();
   return bundle.device.is_cpu() && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const int64_t upcast_rows = cpu_upcast_min_rows(bundle, mode);
-  const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = cpu_int8_gemv_max_rows(bundle, mode);
+  const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = int8_gemv_max_rows(bundle, mode);
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {

@@ -48,10 +48,11 @@ bool cpu_matmuls_in_float32(const ModelBundle& bundle, CpuMatmul mode);
 // has bf16 arithmetic: the kernel streams the weights faster than LibTorch's bf16 GEMV there too).
 int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 
-// The same for the weight-only int8 linears (model/int8_linear.h): their kernel reads int8
-// weights whatever the model's dtype, so only the device, the mode (kNative: LibTorch's GEMM
-// throughout) and the CPU decide.
-int64_t cpu_int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
+// The same for the weight-only int8 linears (model/int8_linear.h): their CPU kernel reads int8
+// weights whatever the model's dtype, so only the mode (kNative: LibTorch's GEMM throughout) and
+// the CPU decide. On a GPU: the rows of era's CUDA kernel where era was built with it
+// (int8_cuda_kernel_max_rows; the CPU mode does not apply there), else 0.
+int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 
 // Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that
 // has them; returns how many modules were set (0 for a bundle exported before either existed).

@@ -7,6 +7,14 @@
 
 #include "model/cpu_gemv.h"
 
+// CMake defines ERA_WITH_CUDA_KERNELS where era_core has its CUDA kernels (a CUDA LibTorch).
+#if defined(ERA_WITH_CUDA_KERNELS)
+#include <c10/core/DeviceGuard.h>
+
+#include "model/int8_linear_cuda.h"
+#include "util/device.h"
+#endif
+
 namespace era {
 
 namespace {
@@ -32,9 +40,12 @@ void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const 
               bias->sizes(), " does not match weight ", weight.sizes());
 }
 
-// The GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time.
+// The GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time (on the
+// CPU; a GPU converts the whole weight at once: its caching allocator reuses the buffer, and each
+// slice would cost launches).
 torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weight, torch::ScalarType dtype) {
   const int64_t N = weight.size(0), K = weight.size(1);
+  if (!weight.is_cpu()) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
   const int64_t row_bytes = std::max<int64_t>(K, 1) * static_cast<int64_t>(c10::elementSize(dtype));
   const int64_t step = std::max<int64_t>(1, kSliceBytes / row_bytes);
   if (N <= step) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
@@ -46,6 +57,36 @@ torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weig
   return y;
 }
 
+#if defined(ERA_WITH_CUDA_KERNELS)
+// era's CUDA kernel (model/int8_linear_cuda.h) where it applies: x, the weight and the scales on
+// one GPU, at most kInt8CudaMaxRows rows, K a multiple of 16 and 16-byte aligned rows. Returns an
+// undefined tensor otherwise (the caller's GEMM path takes the call).
+torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch::Tensor& weight,
+                                 const torch::Tensor& scales, const c10::optional<torch::Tensor>& bias) {
+  const int64_t N = weight.size(0), K = weight.size(1);
+  const torch::ScalarType dtype = x.scalar_type();
+  const bool typed = dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16;
+  if (!x.is_cuda() || !weight.is_cuda() || !scales.is_cuda() || x.device() != weight.device() || !typed || M < 1 ||
+      M > kInt8CudaMaxRows || K % 16 != 0 || N < 1)
+    return {};
+  const torch::Tensor xc = x.reshape({M, K}).contiguous(), wc = weight.contiguous();
+  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
+  if (!aligned(xc) || !aligned(wc)) return {};
+  const torch::Tensor s = scales.to(torch::kFloat).contiguous();
+  torch::Tensor b;
+  if (bias && bias->defined()) b = bias->to(weight.device(), torch::kFloat).contiguous();
+  const c10::DeviceGuard guard(x.device());
+  torch::Tensor y = torch::empty({M, N}, xc.options());
+  const CudaFloat type =
+      dtype == torch::kFloat ? CudaFloat::kFloat32 : dtype == torch::kHalf ? CudaFloat::kFloat16 : CudaFloat::kBfloat16;
+  const int status = launch_int8_gemv_cuda(xc.data_ptr(), wc.data_ptr<int8_t>(), s.data_ptr<float>(),
+                                           b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr(), M, N, K, type,
+                                           device::current_cuda_stream(x.device()));
+  TORCH_CHECK(status == 0, "era::int8_linear: the CUDA kernel failed to launch (cudaError ", status, ")");
+  return y;
+}
+#endif
+
 }  // namespace
 
 torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
@@ -56,6 +97,12 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = N;
+#if defined(ERA_WITH_CUDA_KERNELS)
+  // On a GPU the kernel applies scales and bias itself: one launch for the whole call.
+  if (M <= gemv_max_rows) {
+    if (torch::Tensor direct = cuda_kernel_linear(x, M, weight, scales, bias); direct.defined()) return direct.view(shape);
+  }
+#endif
   torch::Tensor y;  // float32 [M, N]: the unscaled sums
   if (M >= 1 && M <= gemv_max_rows && K > 0 && x.is_cpu() && weight.is_cpu() && gemv_kernel_available()) {
     y = gemv_products(x, weight);
@@ -67,6 +114,14 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
   y.mul_(scales.to(torch::kFloat));
   if (bias && bias->defined()) y.add_(bias->to(torch::kFloat));
   return y.to(x.scalar_type()).view(shape);
+}
+
+int64_t int8_cuda_kernel_max_rows() {
+#if defined(ERA_WITH_CUDA_KERNELS)
+  return kInt8CudaMaxRows;
+#else
+  return 0;
+#endif
 }
 
 void register_int8_linear_operator() {}  // the registrations below run when this object is linked in

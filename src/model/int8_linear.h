@@ -30,11 +30,16 @@
 namespace era {
 
 // y = (x @ weight^T) * scales + bias, in x's dtype. x [..., K]; weight int8 [N, K]; scales float32
-// [N]; bias [N] or none. Rows <= gemv_max_rows (and a CPU with the kernel): era's kernel. Otherwise
+// [N]; bias [N] or none. Rows <= gemv_max_rows (and a CPU with the kernel, or a GPU with
+// int8_cuda_kernel_max_rows() >= rows): era's kernel. Otherwise
 // the GEMM runs in float32 where upcast_min_rows > 0 and the call has at least that many rows
 // (model/cpu_matmul.h: a bf16 model on a CPU without bf16 arithmetic), else in x's dtype.
 torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
                           const c10::optional<torch::Tensor>& bias, int64_t gemv_max_rows, int64_t upcast_min_rows);
+
+// The most rows a call may have for era's CUDA kernel: kInt8CudaMaxRows where era_core was built
+// with its CUDA kernels (a CUDA LibTorch), 0 otherwise.
+int64_t int8_cuda_kernel_max_rows();
 
 // Registers era::int8_linear (called by register_era_operators, model/cpu_gemv.h).
 void register_int8_linear_operator();

@@ -10,6 +10,7 @@
 // CMake defines ERA_WITH_CUDA when the LibTorch it found was built with CUDA (target c10_cuda).
 #if defined(ERA_WITH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace era::device {
@@ -126,6 +127,14 @@ int64_t peak_allocated_bytes(const torch::Device& device) {
   (void)device;
   return 0;
 #endif
+}
+
+void* current_cuda_stream(const torch::Device& device) {
+#if defined(ERA_WITH_CUDA)
+  if (device.is_cuda()) return c10::cuda::getCurrentCUDAStream(cuda_index(device)).stream();
+#endif
+  throw Error(ErrorCode::kInvalidArgument, "no CUDA stream on device '" + device.str() + "' (" +
+                                               (cuda_compiled() ? "not a CUDA device" : "this era has no CUDA") + ")");
 }
 
 }  // namespace era::device

@@ -33,4 +33,9 @@ void reset_peak_memory(const torch::Device& device);
 int64_t allocated_bytes(const torch::Device& device);
 int64_t peak_allocated_bytes(const torch::Device& device);
 
+// LibTorch's current CUDA stream on `device` (a cudaStream_t, as void*: the interface of era's
+// CUDA kernels has no LibTorch types, model/int8_linear_cuda.h), for those kernels to launch on in
+// order with LibTorch's own work. Error kInvalidArgument off CUDA or on a build without it.
+void* current_cuda_stream(const torch::Device& device);
+
 }  // namespace era::device

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <functional>
@@ -53,9 +54,9 @@ void expect_close(const torch::Tensor& got, const torch::Tensor& x, const Int8We
   const torch::Tensor want = reference(x, w);
   const torch::Tensor magnitude =
       torch::matmul(x.to(torch::kDouble).abs(), w.q.to(torch::kDouble).abs().t()) * w.scales.to(torch::kDouble);
-  const double ulp = got.scalar_type() == torch::kBFloat16 ? 1.0 / 128 : 1e-6;
+  const double ulp = got.scalar_type() == torch::kBFloat16 ? 1.0 / 128 : got.scalar_type() == torch::kHalf ? 1.0 / 1024 : 1e-6;
   const torch::Tensor sums = w.bias.defined() ? (want - w.bias.to(torch::kDouble)).abs() : want.abs();
-  const torch::Tensor diff = (got.to(torch::kDouble) - want).abs();
+  const torch::Tensor diff = (got.cpu().to(torch::kDouble) - want).abs();
   const torch::Tensor bound = (want.abs() + sums) * ulp + magnitude * 2e-5 + 1e-6;
   EXPECT_TRUE(diff.le(bound).all().item<bool>()) << what << ": max error " << diff.max().item<double>();
 }
@@ -119,6 +120,37 @@ TEST(Int8Linear, MultipliesInFloat32FromUpcastMinRows) {
   expect_close(int8_linear(x, w.q, w.scales, c10::nullopt, 0, 9), x, w, "bf16 GEMM (8 rows < upcast_min_rows 9)");
 }
 
+// On a GPU (skipped without one): era's CUDA kernel for up to kInt8CudaMaxRows rows where K is a
+// multiple of 16, the converted-weight GEMM otherwise; float32 / fp16 / bf16 activations, with and
+// without bias, against the same float64 reference, and the kernel against the GEMM path.
+TEST(Int8Linear, EqualsTheScaledInt8ProductOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  ASSERT_EQ(int8_cuda_kernel_max_rows(), 4) << "a CUDA device, but era was built without its CUDA kernels";
+  torch::manual_seed(6);
+  const torch::Device gpu(torch::kCUDA);
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    for (const int64_t rows : {1, 2, 3, 4, 5, 64}) {
+      for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{48, 33}, {40, 7}, {4096, 1000}, {11008, 64}}) {
+        for (const bool with_bias : {false, true}) {
+          Int8Weight w = random_weight(N, K, with_bias);
+          const torch::Tensor x = torch::randn({rows, K}).to(dtype);
+          if (with_bias) w.bias = w.bias.to(dtype).to(torch::kFloat);  // the bias as the bundle stores it
+          const auto bias = with_bias ? c10::optional<torch::Tensor>(w.bias.to(gpu, dtype)) : c10::nullopt;
+          const std::string what = c10::toString(dtype) + std::string(" rows ") + std::to_string(rows) + " K " +
+                                   std::to_string(K) + " N " + std::to_string(N) + (with_bias ? " bias" : "");
+          const torch::Tensor kernel = int8_linear(x.to(gpu), w.q.to(gpu), w.scales.to(gpu), bias, 4, 0);
+          const torch::Tensor gemm = int8_linear(x.to(gpu), w.q.to(gpu), w.scales.to(gpu), bias, 0, 0);
+          ASSERT_TRUE(kernel.is_cuda()) << what;
+          ASSERT_EQ(kernel.sizes(), (std::vector<int64_t>{rows, N})) << what;
+          EXPECT_EQ(kernel.scalar_type(), dtype) << what;
+          expect_close(kernel, x.to(torch::kFloat), w, what + " kernel");
+          expect_close(gemm, x.to(torch::kFloat), w, what + " GEMM path");
+        }
+      }
+    }
+  }
+}
+
 TEST(Int8Linear, RefusesMismatchedArgumentsNamingThem) {
   const Int8Weight w = random_weight(8, 16, true);
   const auto expect_refused = [](const std::function<void()>& call, const std::string& word) {
@@ -169,12 +201,24 @@ TEST(Int8Linear, TheRuntimeSwitchesTheKernelOnEveryWeightOnlyLinear) {
   for (const CpuMatmul mode : {CpuMatmul::kAuto, CpuMatmul::kNative}) {
     apply_cpu_matmul(b, mode);
     const int64_t expected = mode == CpuMatmul::kAuto && gemv_kernel_available() ? kGemvMaxRows : 0;
+    EXPECT_EQ(int8_gemv_max_rows(b, mode), expected) << cpu_matmul_name(mode);
     for (const torch::jit::Module m : b.decoder.modules()) {
       if (m.hasattr("scales")) EXPECT_EQ(m.attr("gemv_max_rows").toInt(), expected) << cpu_matmul_name(mode);
     }
     outputs.push_back(lm_head.forward({x}).toTensor());
   }
   EXPECT_TRUE(torch::allclose(outputs[0], outputs[1], 1e-5, 1e-5));
+}
+
+// On a GPU the int8 linears take era's CUDA kernel in every CPU mode where era has it (the mode is
+// the CPU's business), and none where it was built without (a CPU-only LibTorch).
+TEST(Int8Linear, OnCudaTheKernelRowsAreTheCudaKernels) {
+  ModelBundle b;
+  b.device = torch::Device(torch::kCUDA);
+  for (const CpuMatmul mode : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) {
+    EXPECT_EQ(int8_gemv_max_rows(b, mode), int8_cuda_kernel_max_rows()) << cpu_matmul_name(mode);
+  }
+  EXPECT_EQ(int8_cuda_kernel_max_rows(), ERA_BUILD_HAS_CUDA ? 4 : 0);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@ float32 from upcast_min_rows rows, else in x's dtype), rounded once to x's dtype
 
     test_int8_weights.py [unittest options]
 """
+import contextlib
+import io
 import unittest
 
 import torch
@@ -72,6 +74,14 @@ class Int8WeightsTest(unittest.TestCase):
         self.assertIn("quantized.linear_dynamic", m.code)
         with self.assertRaises(ValueError):
             iw.quantize_module(torch.nn.Sequential(lm.Linear(4, 4)), "int4")
+
+    @unittest.skipIf(torch.cuda.is_available(), "a GPU is here: the check would run on it")
+    def test_the_cuda_check_refuses_a_machine_without_a_gpu(self):
+        from era_tools import check_int8_cuda
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(check_int8_cuda.main(["--layers", "0"]), 2)
+        self.assertIn("check_int8_cuda: error: no CUDA device", err.getvalue())
 
 
 if __name__ == "__main__":

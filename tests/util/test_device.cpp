@@ -73,6 +73,22 @@ TEST(Device, CudaWithoutAGpuIsAClearError) {
   }
 }
 
+// The stream era's CUDA kernels launch on: LibTorch's current one on a GPU (its default stream is
+// the null stream, so only "no error" is checked there); off CUDA a clear error.
+TEST(Device, CurrentCudaStreamIsLibTorchsOrAClearError) {
+  try {
+    (void)device::current_cuda_stream(torch::Device(torch::kCPU));
+    ADD_FAILURE() << "a CUDA stream for the CPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no CUDA stream on device 'cpu'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(device::cuda_compiled() ? "not a CUDA device" : "this era has no CUDA"),
+              std::string::npos)
+        << e.what();
+  }
+  if (device::cuda_device_count() > 0) EXPECT_NO_THROW(device::current_cuda_stream(device::resolve("cuda")));
+}
+
 // Everything that touches a device goes through util/device: no other engine file may call
 // LibTorch's CUDA-specific APIs or pick a CUDA device itself (those calls would bypass the
 // checks above and break the CPU-only build).
