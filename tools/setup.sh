@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what era needs (only what is missing) and builds it. Safe to re-run.
 #
-#   tools/setup.sh [--route debian|pypi|all] [--target T ...]     (default: debian, everything)
+#   tools/setup.sh [--route debian|pypi|all] [--target T ...] [--prefetch-pypi]
+#                                                                  (default: debian, everything)
 #
 # Two LibTorch routes, each with its own build folder:
 #   debian  Debian's packages: LibTorch 1.13 (CPU) and python3-torch.        -> build/
@@ -10,20 +11,25 @@
 #           bundled, CUDA-enabled LibTorch, and the Hugging Face parity tests run. -> build-torch2/
 # --target builds only those CMake targets (repeatable; tools/demo.sh builds era_infer alone, not
 # the test suite). The build shows its progress, one line per compiled file.
+# --prefetch-pypi (with --route debian): also make the pypi route's virtual environment in the
+# background while the debian route builds (a download of about 5 GB: the network, not the cores);
+# a later --route pypi waits for it. tools/test.sh uses it.
 # Used by tools/demo.sh (debian), tools/test.sh (both) and CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 route=debian
 targets=()
+prefetch=0
 while (($#)); do
   case "$1" in
     --route) route=${2:-}; shift 2 || { echo "setup.sh: --route needs a value" >&2; exit 2; } ;;
     --route=*) route=${1#--route=}; shift ;;
     --target) [ -n "${2:-}" ] || { echo "setup.sh: --target needs a value" >&2; exit 2; }; targets+=("$2"); shift 2 ;;
     --target=*) targets+=("${1#--target=}"); shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all, --target T)" >&2; exit 2 ;;
+    --prefetch-pypi) prefetch=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all, --target T, --prefetch-pypi)" >&2; exit 2 ;;
   esac
 done
 case "$route" in
@@ -101,22 +107,42 @@ configure_and_build() {
   echo "era setup: $dir built"
 }
 
-if [ "$route" != pypi ]; then
-  echo "era setup: route debian (LibTorch 1.13 from Debian) -> build/"
-  configure_and_build build build.log -DERA_PYTHON=/usr/bin/python3
-fi
-
-if [ "$route" != debian ]; then
-  VENV=.venv-torch2
-  REQ=tools/requirements-pypi.txt
-  echo "era setup: route pypi (PyTorch from PyPI, $(grep -m1 '^torch==' "$REQ")) -> build-torch2/"
-  # The venv is (re)made from scratch when the pins change: a stamp holds the requirements it has.
+# The pypi route's virtual environment, (re)made from scratch when the pins change: a stamp holds
+# the requirements it has. A lock file orders a background prefetch and the route's own step.
+VENV=.venv-torch2
+REQ=tools/requirements-pypi.txt
+VENV_LOCK=.venv-torch2.lock
+VENV_PREFETCH_LOG=.venv-torch2-prefetch.log
+make_pypi_venv() {
   if ! cmp -s "$REQ" "$VENV/era-requirements.txt"; then
     rm -rf "$VENV"
     /usr/bin/python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ"
     cp "$REQ" "$VENV/era-requirements.txt"
   fi
+}
+if [ "$prefetch" = 1 ] && [ "$route" = debian ] && ! cmp -s "$REQ" "$VENV/era-requirements.txt"; then
+  echo "era setup: making $VENV in the background for the pypi route (log: $VENV_PREFETCH_LOG)"
+  # set -e holds in the subshell: a failed pip ends it without a stamp, and the lock is released.
+  ( flock 9; make_pypi_venv ) 9> "$VENV_LOCK" > "$VENV_PREFETCH_LOG" 2>&1 &
+fi
+
+if [ "$route" != pypi ]; then
+  echo "era setup: route debian (LibTorch 1.13 from Debian) -> build/"
+  configure_and_build build build.log -DERA_PYTHON=/usr/bin/python3
+fi
+
+if [ "$route" != debian ]; then
+  echo "era setup: route pypi (PyTorch from PyPI, $(grep -m1 '^torch==' "$REQ")) -> build-torch2/"
+  # A venv a --prefetch-pypi run is still making: wait for it (its lock), then check its stamp (a
+  # failed or interrupted prefetch left none: made again here, with pip's errors shown).
+  exec 9> "$VENV_LOCK"
+  if ! flock -n 9; then
+    echo "era setup: waiting for $VENV, being made in the background (log: $VENV_PREFETCH_LOG)"
+    flock 9
+  fi
+  make_pypi_venv
+  exec 9>&-
   TORCH_DIR=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
   # ERA_HF_PARITY=ON: configuring fails if the venv cannot import transformers, so the parity
   # tests can never be skipped silently on this route.

@@ -33,7 +33,10 @@ status=0
 for r in "${routes[@]}"; do
   start=$SECONDS
   rc=0
-  bash tools/setup.sh --route "$r" || rc=$?
+  # Both routes: the pypi route's venv downloads while the debian route builds and tests.
+  prefetch=()
+  [ "$r" = debian ] && [ "$route" = all ] && prefetch=(--prefetch-pypi)
+  bash tools/setup.sh --route "$r" ${prefetch[@]+"${prefetch[@]}"} || rc=$?
   built=$((SECONDS - start))
   if [ "$rc" -eq 0 ]; then
     ctest --test-dir "${build_dir[$r]}" --output-on-failure -j "$(nproc)" ${args[@]+"${args[@]}"} || rc=$?
