@@ -126,6 +126,19 @@ class RandomBundleTest(unittest.TestCase):
         self.assertTrue(torch.equal(qdec["embed_tokens.weight"], dec["embed_tokens.weight"]))
         # the vision tower stays float with --int8 decoder
         self.assertEqual(params(q, "vision.pt"), params(out, "vision.pt"))
+        # --int8 all: the vision tower's and the projector's linears too, weight-only (the export's
+        # own TorchScript-vs-eager check runs: no --no-check); embeddings and norms stay float
+        a = os.path.join(SCRATCH, "tiny-int8-all")
+        r = make("--preset", "tiny", "--dtype", "float32", "--out", a, "--int8", "all")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(read_json(os.path.join(a, "manifest.json"))["quantization"]["int8"], "all")
+        for part in ("vision.pt", "projector.pt", "decoder.pt"):
+            state = torch_versions.load(os.path.join(a, part)).state_dict()
+            int8 = [k for k, t in state.items() if t.dtype == torch.int8]
+            self.assertTrue(int8, part)
+            self.assertTrue(all(k.endswith(".weight") and k[:-len("weight")] + "scales" in state for k in int8), part)
+        vision = torch_versions.load(os.path.join(a, "vision.pt")).state_dict()
+        self.assertTrue(all(t.dtype == torch.float32 for k, t in vision.items() if "embed" in k or "norm" in k))
         if not int8_weights.int8_available("dynamic"):
             return
         d = os.path.join(SCRATCH, "tiny-int8-dynamic")

@@ -227,7 +227,8 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None,
 def check_setup(dtype, cpu_only=False):
     """Device and dtype to compare on. float16 matmuls are not implemented on CPU in older torch,
     so without CUDA a float16 export is compared in float32 (this still checks that scripting
-    preserved the computation; only the precision differs). int8 weights run on the CPU only."""
+    preserved the computation; only the precision differs). "dynamic" int8 weights run on the CPU
+    only (cpu_only); weight-only ones anywhere."""
     device = torch.device("cuda" if torch.cuda.is_available() and not cpu_only else "cpu")
     if device.type == "cpu" and dtype == torch.float16:
         return device, torch.float32
