@@ -33,6 +33,24 @@ double best_seconds(F&& f, double budget) {
   return best;
 }
 
+// Copies of a decode-sized weight, taken in turn by successive calls (next()), as a decode step
+// takes successive layers, so that none is still in the last-level cache: 1 GiB of copies (one
+// bf16 copy of LLaMA-7B's MLP up-projection is 90 MB; a server's L3 is 32 MB or more, the 2-vCPU
+// Sapphire Rapids VM of the README reports 300 MB), at least four.
+class UncachedWeights {
+ public:
+  template <typename Make>
+  UncachedWeights(int64_t copy_bytes, Make&& make) {
+    const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
+    for (int64_t i = 0; i < copies; ++i) copies_.push_back(make());
+  }
+  const torch::Tensor& next() { return copies_[next_++ % copies_.size()]; }
+
+ private:
+  std::vector<torch::Tensor> copies_;
+  size_t next_ = 0;
+};
+
 const char* dtype_name(torch::ScalarType t) { return t == torch::kFloat ? "float32" : t == torch::kBFloat16 ? "bfloat16" : "float16"; }
 
 }  // namespace
@@ -53,24 +71,17 @@ MachineLimits measure_machine(int threads, double seconds) {
       const double tw = best_seconds([&] { (void)torch::linear(x.to(torch::kFloat), w.to(torch::kFloat)).to(dtype); }, slice);
       m.gemm.push_back({"bf16>f32", M, K, N, 2.0 * M * K * N / tw / 1e9});
     }
-    // decode-like: one token through LLaMA-7B's MLP up-projection; successive calls take
-    // successive copies of the weight, as a decode step takes successive layers, so that none is
-    // still in the last-level cache: 1 GiB of copies (one bf16 copy is 90 MB; a server's L3 is 32
-    // MB or more, the 2-vCPU Sapphire Rapids VM of the README reports 300 MB)
+    // decode-like: one token through LLaMA-7B's MLP up-projection, a fresh weight copy per call
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}, opt);
     const int64_t copy_bytes = K1 * N1 * static_cast<int64_t>(torch::elementSize(dtype));
-    const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
-    std::vector<torch::Tensor> w1;
-    for (int64_t i = 0; i < copies; ++i) w1.push_back(torch::randn({N1, K1}, opt));
-    size_t next = 0;
-    const auto weight = [&]() -> const torch::Tensor& { return w1[next++ % w1.size()]; };
+    UncachedWeights w1(copy_bytes, [&] { return torch::randn({N1, K1}, opt); });
     const double bytes = static_cast<double>(copy_bytes);
-    const double t1 = best_seconds([&] { (void)torch::linear(x1, weight()); }, slice);
+    const double t1 = best_seconds([&] { (void)torch::linear(x1, w1.next()); }, slice);
     m.gemv.push_back({dtype_name(dtype), 1, K1, N1, 2.0 * K1 * N1 / t1 / 1e9});
     m.gemv_gbs.push_back(bytes / t1 / 1e9);
     if (dtype == torch::kBFloat16 && gemv_kernel_available()) {  // era's decode kernel (model/cpu_gemv.h)
-      const double te = best_seconds([&] { (void)gemv_linear(x1, weight(), c10::nullopt); }, slice);
+      const double te = best_seconds([&] { (void)gemv_linear(x1, w1.next(), c10::nullopt); }, slice);
       m.gemv.push_back({"era-bf16", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
       m.gemv_gbs.push_back(bytes / te / 1e9);
     }
@@ -78,12 +89,9 @@ MachineLimits measure_machine(int threads, double seconds) {
   if (gemv_kernel_available()) {  // the same product with weight-only int8 weights (model/int8_linear.h)
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}), scales = torch::rand({N1}) * 0.01;
-    const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + K1 * N1 - 1) / (K1 * N1));
-    std::vector<torch::Tensor> w1;
-    for (int64_t i = 0; i < copies; ++i) w1.push_back(torch::randint(-127, 128, {N1, K1}, torch::kChar));
-    size_t next = 0;
-    const double te = best_seconds(
-        [&] { (void)int8_linear(x1, w1[next++ % w1.size()], scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
+    UncachedWeights w1(K1 * N1, [&] { return torch::randint(-127, 128, {N1, K1}, torch::kChar); });
+    const double te =
+        best_seconds([&] { (void)int8_linear(x1, w1.next(), scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
     m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
     m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
   }
