@@ -45,9 +45,8 @@ void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const 
 // slice would cost launches).
 torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weight, torch::ScalarType dtype) {
   const int64_t N = weight.size(0), K = weight.size(1);
-  if (!weight.is_cpu()) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
   const int64_t row_bytes = std::max<int64_t>(K, 1) * static_cast<int64_t>(c10::elementSize(dtype));
-  const int64_t step = std::max<int64_t>(1, kSliceBytes / row_bytes);
+  const int64_t step = weight.is_cpu() ? std::max<int64_t>(1, kSliceBytes / row_bytes) : N;
   if (N <= step) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
   torch::Tensor y = torch::empty({x2.size(0), N}, x2.options().dtype(torch::kFloat));
   for (int64_t n0 = 0; n0 < N; n0 += step) {
