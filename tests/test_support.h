@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +50,8 @@ inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
 }
+
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 inline std::vector<std::string> read_lines(const std::string& path) {
   std::vector<std::string> lines;

@@ -12,7 +12,7 @@
 namespace era {
 namespace {
 
-[[noreturn]] void fail(const std::string& name, const std::string& why) {
+[[noreturn]] void fail_gif(const std::string& name, const std::string& why) {
   throw Error(ErrorCode::kImage, name + ": " + why);
 }
 
@@ -47,16 +47,16 @@ cv::Mat decode_gif_first_frame(const uint8_t* data, size_t size, const std::stri
   MemorySource source{data, size};
   int error = 0;
   std::unique_ptr<GifFileType, GifCloser> gif(DGifOpen(&source, read_from_memory, &error));
-  if (!gif) fail(name, "cannot decode GIF image (" + gif_error(error) + ")");
+  if (!gif) fail_gif(name, "cannot decode GIF image (" + gif_error(error) + ")");
   const auto corrupt = [&](const char* what) {
-    fail(name, std::string("corrupt or truncated GIF (") + what + ": " + gif_error(gif->Error) + ")");
+    fail_gif(name, std::string("corrupt or truncated GIF (") + what + ": " + gif_error(gif->Error) + ")");
   };
 
   int transparent = -1;  // from the graphic control extension before the first image, as Pillow reads it
   while (true) {
     GifRecordType type = UNDEFINED_RECORD_TYPE;
     if (DGifGetRecordType(gif.get(), &type) == GIF_ERROR) corrupt("record");
-    if (type == TERMINATE_RECORD_TYPE) fail(name, "GIF has no image");
+    if (type == TERMINATE_RECORD_TYPE) fail_gif(name, "GIF has no image");
     if (type == EXTENSION_RECORD_TYPE) {
       int code = 0;
       GifByteType* ext = nullptr;
@@ -76,13 +76,13 @@ cv::Mat decode_gif_first_frame(const uint8_t* data, size_t size, const std::stri
   }
 
   const GifImageDesc& desc = gif->Image;
-  if (desc.Width <= 0 || desc.Height <= 0) fail(name, "GIF frame has no pixels");
+  if (desc.Width <= 0 || desc.Height <= 0) fail_gif(name, "GIF frame has no pixels");
   const ColorMapObject* colours = desc.ColorMap != nullptr ? desc.ColorMap : gif->SColorMap;
-  if (colours == nullptr) fail(name, "GIF has no colour table");
+  if (colours == nullptr) fail_gif(name, "GIF has no colour table");
   // Pillow grows the picture to a frame reaching past the logical screen; era refuses such a file
   // instead: its size limits were checked on the screen size, and real GIFs do not do this.
   if (desc.Left < 0 || desc.Top < 0 || desc.Left + desc.Width > gif->SWidth || desc.Top + desc.Height > gif->SHeight) {
-    fail(name, "GIF frame (" + std::to_string(desc.Width) + "x" + std::to_string(desc.Height) + " at " +
+    fail_gif(name, "GIF frame (" + std::to_string(desc.Width) + "x" + std::to_string(desc.Height) + " at " +
                    std::to_string(desc.Left) + "," + std::to_string(desc.Top) + ") reaches past the logical screen (" +
                    std::to_string(gif->SWidth) + "x" + std::to_string(gif->SHeight) + ")");
   }

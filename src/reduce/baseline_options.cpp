@@ -13,7 +13,7 @@ using namespace fields;
 // world; the FastV/DART layer is checked against the decoder's real depth when a model runs it.
 constexpr int64_t kMaxCount = 1000000;
 
-const FieldTable<BaselineOptions>& table() {
+const FieldTable<BaselineOptions>& baseline_option_table() {
   static const FieldTable<BaselineOptions> t(
       "method option",
       {
@@ -33,11 +33,11 @@ const FieldTable<BaselineOptions>& table() {
 }  // namespace
 
 void set_baseline_option(BaselineOptions& options, const std::string& key_value) {
-  table().set_text(options, key_value, "method option");
+  baseline_option_table().set_text(options, key_value, "method option");
 }
 
-void validate_baseline_options(const BaselineOptions& options) { table().validate(options, "method options: "); }
+void validate_baseline_options(const BaselineOptions& options) { baseline_option_table().validate(options, "method options: "); }
 
-std::string baseline_options_json(const BaselineOptions& options, int indent) { return table().json(options, indent); }
+std::string baseline_options_json(const BaselineOptions& options, int indent) { return baseline_option_table().json(options, indent); }
 
 }  // namespace era

@@ -14,7 +14,7 @@ namespace {
 using namespace fields;
 
 // In EraOptions' declaration order.
-const FieldTable<EraOptions>& table() {
+const FieldTable<EraOptions>& era_option_table() {
   static const FieldTable<EraOptions> t(
       "option",
       {
@@ -84,21 +84,21 @@ EraOptions load_era_options(const std::string& path, EraOptions base) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInvalidArgument, where + "invalid JSON (" + e.what() + ")");
   }
-  table().set_object(base, j, where);
+  era_option_table().set_object(base, j, where);
   return base;
 }
 
 void set_era_option(EraOptions& options, const std::string& key_equals_value) {
-  table().set_text(options, key_equals_value, "ERA option");
+  era_option_table().set_text(options, key_equals_value, "ERA option");
 }
 
 void validate_era_options(const EraOptions& options) {
-  table().validate(options, "ERA options: ");
+  era_option_table().validate(options, "ERA options: ");
   if (!options.use_diversity && !options.use_saliency) {
     throw Error(ErrorCode::kInvalidArgument, "ERA options: use_diversity and use_saliency cannot both be off");
   }
 }
 
-std::string era_options_json(const EraOptions& options, int indent) { return table().json(options, indent); }
+std::string era_options_json(const EraOptions& options, int indent) { return era_option_table().json(options, indent); }
 
 }  // namespace era

@@ -79,7 +79,7 @@ const ByteAlphabet& alphabet() {
 }
 
 // ---- pieces of the pipeline ------------------------------------------------------------------
-struct AddedToken {
+struct AddedTokenRule {
   std::string content;
   int64_t id = 0;
   bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
@@ -118,7 +118,7 @@ struct ByteLevelBpe::Impl {
   std::vector<std::string> id_to_token;  // vocabulary and added tokens by id ("" where none)
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> merges;  // (a, b) -> (rank, merged id)
   bool ignore_merges = false;
-  std::vector<AddedToken> added;  // by content, longest first (the leftmost-longest matcher's order)
+  std::vector<AddedTokenRule> added;  // by content, longest first (the leftmost-longest matcher's order)
   std::vector<bool> special;      // by id
   std::vector<const icu::Normalizer2*> normalizers;
   std::vector<SplitStep> splits;  // the Split steps and, for ByteLevel(use_regex), GPT-2's pattern
@@ -161,7 +161,7 @@ void ByteLevelBpe::Impl::read_added_tokens(const json& doc) {
     if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id") ||
         !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0)
       refuse(source, field, "needs a string \"content\" and a non-negative integer \"id\"");
-    AddedToken a;
+    AddedTokenRule a;
     a.content = t["content"].get<std::string>();
     if (a.content.empty()) refuse(source, field + ".content", "is empty");
     a.id = t["id"].get<int64_t>();
@@ -173,7 +173,7 @@ void ByteLevelBpe::Impl::read_added_tokens(const json& doc) {
     added.push_back(a);
   }
   std::stable_sort(added.begin(), added.end(),
-                   [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+                   [](const AddedTokenRule& x, const AddedTokenRule& y) { return x.content.size() > y.content.size(); });
 }
 
 void ByteLevelBpe::Impl::read_normalizer(const json& node, const std::string& field) {
@@ -246,11 +246,11 @@ void ByteLevelBpe::Impl::read_model(const json& model) {
     vocab[token] = id.get<int64_t>();
     max_id = std::max(max_id, id.get<int64_t>());
   }
-  for (const AddedToken& a : added) max_id = std::max(max_id, a.id);
+  for (const AddedTokenRule& a : added) max_id = std::max(max_id, a.id);
   id_to_token.assign(static_cast<size_t>(max_id + 1), "");
   special.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : vocab) id_to_token[static_cast<size_t>(id)] = token;
-  for (const AddedToken& a : added) {
+  for (const AddedTokenRule& a : added) {
     id_to_token[static_cast<size_t>(a.id)] = a.content;
     special[static_cast<size_t>(a.id)] = a.special;
   }
@@ -297,8 +297,8 @@ std::vector<Span> ByteLevelBpe::Impl::split_added(const std::vector<Span>& spans
     const std::string& text = span.text;
     size_t done = 0, pos = 0;
     while (pos < text.size()) {
-      const AddedToken* hit = nullptr;
-      for (const AddedToken& a : added)  // longest first: the first that matches is the longest
+      const AddedTokenRule* hit = nullptr;
+      for (const AddedTokenRule& a : added)  // longest first: the first that matches is the longest
         if (a.normalized == normalized && text.compare(pos, a.content.size(), a.content) == 0) {
           hit = &a;
           break;
@@ -532,7 +532,7 @@ std::string ByteLevelBpe::decode_bytes(const std::vector<int64_t>& ids, bool ski
 }
 
 std::optional<int64_t> ByteLevelBpe::token_id(const std::string& token) const {
-  for (const AddedToken& a : impl_->added)
+  for (const AddedTokenRule& a : impl_->added)
     if (a.content == token) return a.id;
   const auto found = impl_->vocab.find(token);
   if (found != impl_->vocab.end()) return found->second;

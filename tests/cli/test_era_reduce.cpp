@@ -33,7 +33,7 @@ test::CommandResult reduce(const Inputs& in, const std::string& args) {
                            args);
 }
 
-void expect_clean_error(const test::CommandResult& r, const std::string& needle) {
+void expect_reduce_error(const test::CommandResult& r, const std::string& needle) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("era_reduce: error: ", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -95,27 +95,27 @@ TEST(EraReduceCli, BadInputsGiveOneErrorLine) {
   const auto in = write_inputs("errors");
   auto missing = in;
   missing.features = in.dir + "/nope.npy";
-  expect_clean_error(reduce(missing, "--tokens 3"), "nope.npy");
+  expect_reduce_error(reduce(missing, "--tokens 3"), "nope.npy");
   auto garbage = in;
   garbage.saliency = in.dir + "/garbage.npy";
   std::ofstream(garbage.saliency) << "not an npy file";
-  expect_clean_error(reduce(garbage, "--tokens 3"), "garbage.npy");
+  expect_reduce_error(reduce(garbage, "--tokens 3"), "garbage.npy");
   auto mismatched = in;
   mismatched.saliency = in.dir + "/wrong.npy";
   write_npy(mismatched.saliency, torch::randn({4, 23}));
-  expect_clean_error(reduce(mismatched, "--tokens 3"), "wrong.npy");
+  expect_reduce_error(reduce(mismatched, "--tokens 3"), "wrong.npy");
   auto flat = in;
   flat.features = in.dir + "/flat.npy";
   write_npy(flat.features, torch::randn({24}));
-  expect_clean_error(reduce(flat, "--tokens 3"), "flat.npy");
+  expect_reduce_error(reduce(flat, "--tokens 3"), "flat.npy");
   auto nan = in;
   nan.features = in.dir + "/nan.npy";
   write_npy(nan.features, torch::full({24, 6}, NAN));
-  expect_clean_error(reduce(nan, "--tokens 3"), "NaN");
-  expect_clean_error(reduce(in, "--tokens 3 --method era:lar"), "era:lar");
-  expect_clean_error(reduce(in, "--tokens 3 --set gamma=1"), "--era-set: ERA option gamma=1: unknown option 'gamma'");
-  expect_clean_error(reduce(in, "--tokens 3 --era-set alpha=x"), "--era-set: ERA option alpha=x");
-  expect_clean_error(reduce(in, "--tokens 3 --config " + in.dir + "/none.json"), "none.json");
+  expect_reduce_error(reduce(nan, "--tokens 3"), "NaN");
+  expect_reduce_error(reduce(in, "--tokens 3 --method era:lar"), "era:lar");
+  expect_reduce_error(reduce(in, "--tokens 3 --set gamma=1"), "--era-set: ERA option gamma=1: unknown option 'gamma'");
+  expect_reduce_error(reduce(in, "--tokens 3 --era-set alpha=x"), "--era-set: ERA option alpha=x");
+  expect_reduce_error(reduce(in, "--tokens 3 --config " + in.dir + "/none.json"), "none.json");
 }
 
 }  // namespace

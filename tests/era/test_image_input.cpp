@@ -8,15 +8,11 @@
 
 #include "era/debug.h"
 #include "era/era.h"
+#include "bundle_session.h"
 #include "test_support.h"
 
 namespace era {
 namespace {
-
-Session& session() {
-  static Session s = Session::open(test::bundle_dir());
-  return s;
-}
 
 std::string sample_png() { return test::source_dir() + "/tests/data/sample.png"; }
 
@@ -55,8 +51,8 @@ void expect_same_input(const debug::PreparedTensors& a, const debug::PreparedTen
 // and the file's answer.
 TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   const auto from_file = request_with({}, {sample_png()});
-  const debug::PreparedTensors want = debug::prepare(session(), from_file);
-  const Result want_answer = session().generate(from_file);
+  const debug::PreparedTensors want = debug::prepare(test::bundle_session(), from_file);
+  const Result want_answer = test::bundle_session().generate(from_file);
 
   const cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
   ASSERT_FALSE(bgr.empty());
@@ -81,8 +77,8 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
   for (const auto& [name, image] : images) {
     SCOPED_TRACE(name);
     const auto request = request_with({image});
-    expect_same_input(debug::prepare(session(), request), want);
-    const Result answer = session().generate(request);
+    expect_same_input(debug::prepare(test::bundle_session(), request), want);
+    const Result answer = test::bundle_session().generate(request);
     EXPECT_EQ(answer.tokens, want_answer.tokens);
     EXPECT_EQ(answer.text, want_answer.text);
     ASSERT_EQ(answer.reductions.size(), 1u);
@@ -93,7 +89,7 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
 TEST(ImageInput, EncodedBytesEqualTheFile) {
   const std::string bytes = test::read_file(sample_png());
   const auto image = Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "upload.png");
-  expect_same_input(debug::prepare(session(), request_with({image})), debug::prepare(session(), request_with({}, {sample_png()})));
+  expect_same_input(debug::prepare(test::bundle_session(), request_with({image})), debug::prepare(test::bundle_session(), request_with({}, {sample_png()})));
 }
 
 // Grey is replicated into three equal channels, as PIL's convert("RGB").
@@ -101,8 +97,8 @@ TEST(ImageInput, GreyIsReplicated) {
   const cv::Mat grey = cv::imread(sample_png(), cv::IMREAD_GRAYSCALE);
   cv::Mat rgb;
   cv::cvtColor(grey, rgb, cv::COLOR_GRAY2RGB);
-  const auto a = debug::prepare(session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
-  const auto b = debug::prepare(session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
+  const auto a = debug::prepare(test::bundle_session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
+  const auto b = debug::prepare(test::bundle_session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
   expect_same_input(a, b);
 }
 
@@ -110,10 +106,10 @@ TEST(ImageInput, GreyIsReplicated) {
 TEST(ImageInput, PixelsAreCopied) {
   cv::Mat bgr = cv::imread(sample_png(), cv::IMREAD_COLOR);
   const Image image = Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), PixelFormat::kBGR8);
-  const auto before = debug::prepare(session(), request_with({image}));
+  const auto before = debug::prepare(test::bundle_session(), request_with({image}));
   bgr.setTo(cv::Scalar(0, 0, 0));
   bgr.release();
-  expect_same_input(debug::prepare(session(), request_with({image})), before);
+  expect_same_input(debug::prepare(test::bundle_session(), request_with({image})), before);
   EXPECT_EQ(image.source(), Image::Source::kPixels);
   EXPECT_EQ(image.size_bytes(), static_cast<size_t>(image.width()) * image.height() * 3);
 }
@@ -125,15 +121,15 @@ TEST(ImageInput, FilesThenBuffersFillThePlaceholdersInOrder) {
   auto r = request_with({buffer}, {sample_png()});
   r.use_template = false;
   r.prompt = "USER: <image> and <image> ASSISTANT:";
-  const auto in = debug::prepare(session(), r);
+  const auto in = debug::prepare(test::bundle_session(), r);
   ASSERT_EQ(in.image_sizes.size(), 2u);
-  const auto png = debug::prepare(session(), request_with({}, {sample_png()}));
+  const auto png = debug::prepare(test::bundle_session(), request_with({}, {sample_png()}));
   EXPECT_EQ(in.image_sizes[0], png.image_sizes[0]);
   EXPECT_EQ(in.image_sizes[1], (std::array<int64_t, 2>{20, 30}));
   EXPECT_TRUE(torch::equal(in.pixel_values[0], png.pixel_values[0]));
   r.image_buffers.push_back(buffer);  // three images, two placeholders
   try {
-    debug::prepare(session(), r);
+    debug::prepare(test::bundle_session(), r);
     FAIL() << "a placeholder mismatch must throw";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kPrompt);
@@ -159,8 +155,8 @@ TEST(ImageInput, BadBuffersAreRefused) {
   expect_image_error([] { Image::from_encoded(nullptr, 0, "upload.png"); }, "upload.png");
   const std::string junk = "not an image at all";
   const auto bad = Image::from_encoded(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), "upload.png");
-  expect_image_error([&] { debug::prepare(session(), request_with({bad})); }, "upload.png");
-  expect_image_error([&] { session().generate(request_with({Image::from_file("/no/such.png")})); }, "/no/such.png");
+  expect_image_error([&] { debug::prepare(test::bundle_session(), request_with({bad})); }, "upload.png");
+  expect_image_error([&] { test::bundle_session().generate(request_with({Image::from_file("/no/such.png")})); }, "/no/such.png");
 
   // The Session's own pixel limit applies to buffers as it does to files.
   SessionOptions small;

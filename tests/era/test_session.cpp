@@ -5,16 +5,12 @@
 
 #include "era/era.h"
 #include "era/debug.h"
+#include "bundle_session.h"
 #include "test_support.h"
 #include "util/npy.h"
 
 namespace era {
 namespace {
-
-Session& session() {
-  static Session s = Session::open(test::bundle_dir());
-  return s;
-}
 
 Request sample_request(int64_t max_new_tokens) {
   Request r;
@@ -26,8 +22,8 @@ Request sample_request(int64_t max_new_tokens) {
 }
 
 TEST(Session, RepeatedRequestsGiveTheSameAnswer) {
-  const auto a = session().generate(sample_request(16));
-  const auto b = session().generate(sample_request(16));
+  const auto a = test::bundle_session().generate(sample_request(16));
+  const auto b = test::bundle_session().generate(sample_request(16));
   EXPECT_EQ(a.tokens.size(), 16u);
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.text, b.text);
@@ -48,7 +44,7 @@ TEST(Session, StreamedPiecesAddUpToTheAnswer) {
     ++calls;
     return true;
   };
-  const auto r = session().generate(req);
+  const auto r = test::bundle_session().generate(req);
   EXPECT_GT(calls, 1);
   // The result is the stream with surrounding whitespace stripped.
   const auto first = streamed.find_first_not_of(" \t\n\r\f\v");
@@ -60,7 +56,7 @@ TEST(Session, CallbackCancelsWithinOneToken) {
   auto req = sample_request(50);
   int calls = 0;
   req.on_text = [&](const std::string&) { return ++calls < 2; };
-  const auto r = session().generate(req);
+  const auto r = test::bundle_session().generate(req);
   EXPECT_EQ(r.finish_reason, "cancelled");
   EXPECT_EQ(calls, 2);
   EXPECT_LT(r.tokens.size(), 50u);
@@ -68,19 +64,19 @@ TEST(Session, CallbackCancelsWithinOneToken) {
 }
 
 TEST(Session, PrepareGivesThePillowPixelsAndTheReferenceIds) {
-  const auto in = debug::prepare(session(), sample_request(1));
+  const auto in = debug::prepare(test::bundle_session(), sample_request(1));
   EXPECT_TRUE(torch::equal(in.pixel_values, read_npy(test::testdata_dir() + "/logits/pixel_values.npy")));
   EXPECT_EQ(std::count(in.token_ids.begin(), in.token_ids.end(), in.image_token_id), 1);
 }
 
 TEST(Session, ZeroNewTokensAndTextOnlyRequests) {
   auto req = sample_request(0);
-  EXPECT_TRUE(session().generate(req).tokens.empty());
+  EXPECT_TRUE(test::bundle_session().generate(req).tokens.empty());
   Request text_only;
   text_only.prompt = "Hello there";
   text_only.max_new_tokens = 3;
   text_only.stop_at_eos = false;
-  const auto r = session().generate(text_only);
+  const auto r = test::bundle_session().generate(text_only);
   EXPECT_EQ(r.stats.visual_tokens, 0);
   EXPECT_EQ(r.tokens.size(), 3u);
 }
@@ -93,7 +89,7 @@ TEST(Session, ConversationHistoryAndSystemReachTheModel) {
   chat.history = {{"What is shown in this image?", "A square."}};
   chat.prompt = "Which colour is it?";
   chat.system = "Be brief.";
-  const PreparedInput in = session().prepare(chat);
+  const PreparedInput in = test::bundle_session().prepare(chat);
   const std::string expected = "Be brief. USER: <image>\nWhat is shown in this image? ASSISTANT: A square.</s>"
                                "USER: Which colour is it? ASSISTANT:";
   EXPECT_EQ(in.prompt, expected);
@@ -101,12 +97,12 @@ TEST(Session, ConversationHistoryAndSystemReachTheModel) {
   Request raw = sample_request(8);
   raw.use_template = false;
   raw.prompt = expected;
-  EXPECT_EQ(session().prepare(raw).token_ids, in.token_ids);
-  EXPECT_EQ(session().generate(chat).tokens, session().generate(raw).tokens);
+  EXPECT_EQ(test::bundle_session().prepare(raw).token_ids, in.token_ids);
+  EXPECT_EQ(test::bundle_session().generate(chat).tokens, test::bundle_session().generate(raw).tokens);
 
   raw.history = chat.history;  // a conversation needs the template to lay it out
   try {
-    session().generate(raw);
+    test::bundle_session().generate(raw);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -115,7 +111,7 @@ TEST(Session, ConversationHistoryAndSystemReachTheModel) {
 }
 
 TEST(Session, InfoDescribesTheBundle) {
-  const auto info = session().info();
+  const auto info = test::bundle_session().info();
   EXPECT_EQ(info.arch, "llava-1.5");
   EXPECT_EQ(info.visual_tokens_per_image, 576);
   EXPECT_EQ(info.device, "cpu");
@@ -125,18 +121,18 @@ TEST(Session, InfoDescribesTheBundle) {
 TEST(Session, BadRequestsThrowEraErrors) {
   auto req = sample_request(4);
   req.top_p = 0.0f;
-  EXPECT_THROW(session().generate(req), Error);
+  EXPECT_THROW(test::bundle_session().generate(req), Error);
   req = sample_request(4);
   req.images.push_back("/no/such.png");  // a second image: its placeholder is added, loading fails
   try {
-    session().generate(req);
+    test::bundle_session().generate(req);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kImage);
     EXPECT_NE(std::string(e.what()).find("/no/such.png"), std::string::npos) << e.what();
   }
   // The session still works after a failed request.
-  EXPECT_EQ(session().generate(sample_request(2)).tokens.size(), 2u);
+  EXPECT_EQ(test::bundle_session().generate(sample_request(2)).tokens.size(), 2u);
 }
 
 TEST(Session, BfloatRunsOnCpu) {
@@ -183,10 +179,10 @@ TEST(SessionBatch, EqualsOneByOne) {
       r.reduction.tokens = 64;
       batch.push_back(r);
     }
-    const auto together = session().generate_batch(batch);
+    const auto together = test::bundle_session().generate_batch(batch);
     ASSERT_EQ(together.size(), batch.size());
     for (size_t i = 0; i < batch.size(); ++i) {
-      const auto alone = session().generate(batch[i]);
+      const auto alone = test::bundle_session().generate(batch[i]);
       EXPECT_EQ(together[i].tokens, alone.tokens) << method << " request " << i;
       EXPECT_EQ(together[i].text, alone.text) << method << " request " << i;
       EXPECT_EQ(together[i].stats.visual_tokens, alone.stats.visual_tokens);
@@ -199,10 +195,10 @@ TEST(SessionBatch, StopsEachRowAtItsOwnLimitAndSamplesWithItsOwnSeed) {
   std::vector<Request> batch{sample_request(3), sample_request(9)};
   batch[1].temperature = 1.0f;
   batch[1].seed = 5;
-  const auto together = session().generate_batch(batch);
+  const auto together = test::bundle_session().generate_batch(batch);
   EXPECT_EQ(together[0].tokens.size(), 3u);
   EXPECT_EQ(together[1].tokens.size(), 9u);
-  EXPECT_EQ(together[1].tokens, session().generate(batch[1]).tokens);
+  EXPECT_EQ(together[1].tokens, test::bundle_session().generate(batch[1]).tokens);
 }
 
 }  // namespace

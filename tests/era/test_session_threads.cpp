@@ -11,15 +11,11 @@
 #include <thread>
 
 #include "era/era.h"
+#include "bundle_session.h"
 #include "test_support.h"
 
 namespace era {
 namespace {
-
-Session& session() {
-  static Session s = Session::open(test::bundle_dir());
-  return s;
-}
 
 std::string strip(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\n\r");
@@ -51,7 +47,7 @@ std::vector<Request> mixed_requests() {
 TEST(SessionThreads, FourThreadsGetTheSingleThreadedAnswers) {
   const auto requests = mixed_requests();
   std::vector<Result> alone;
-  for (const auto& r : requests) alone.push_back(session().generate(r));
+  for (const auto& r : requests) alone.push_back(test::bundle_session().generate(r));
 
   std::vector<Result> threaded(requests.size() * 2);  // every request twice, in both halves
   std::atomic<size_t> next{0};
@@ -71,9 +67,9 @@ TEST(SessionThreads, FourThreadsGetTheSingleThreadedAnswers) {
             piece_log.push_back(i);
             return true;
           };
-          threaded[i] = session().generate(r);
+          threaded[i] = test::bundle_session().generate(r);
           if (strip(streamed) != threaded[i].text) failures[t] += "streamed '" + streamed + "' is not the answer; ";
-          if (i % 4 == 0) session().info();  // other calls interleave too
+          if (i % 4 == 0) test::bundle_session().info();  // other calls interleave too
         }
       } catch (const std::exception& e) {
         failures[t] += e.what();
@@ -116,9 +112,9 @@ TEST(SessionThreads, ACallWaitsForTheRunningOne) {
   Request a = mixed_requests()[0], b = mixed_requests()[1];
   a.on_text = logger('a', true);
   b.on_text = logger('b', false);
-  std::thread first([&] { session().generate(a); });
+  std::thread first([&] { test::bundle_session().generate(a); });
   while (!first_streaming) std::this_thread::yield();
-  session().generate(b);  // starts while `a` sleeps in its callback
+  test::bundle_session().generate(b);  // starts while `a` sleeps in its callback
   first.join();
   const std::string order(log.begin(), log.end());
   ASSERT_NE(order.find('b'), std::string::npos);
@@ -131,11 +127,11 @@ TEST(SessionThreads, BatchAndSingleCallsInterleave) {
   std::vector<Request> batch(requests.begin(), requests.begin() + 4);
   for (auto& r : batch) r.reduction = requests[1].reduction;  // one LAR setting: one real batch
   std::vector<Result> alone;
-  for (const auto& r : batch) alone.push_back(session().generate(r));
+  for (const auto& r : batch) alone.push_back(test::bundle_session().generate(r));
   std::vector<Result> batched, single(batch.size());
-  std::thread batcher([&] { batched = session().generate_batch(batch); });
+  std::thread batcher([&] { batched = test::bundle_session().generate_batch(batch); });
   std::thread singles([&] {
-    for (size_t i = 0; i < batch.size(); ++i) single[i] = session().generate(batch[i]);
+    for (size_t i = 0; i < batch.size(); ++i) single[i] = test::bundle_session().generate(batch[i]);
   });
   batcher.join();
   singles.join();
@@ -151,10 +147,10 @@ TEST(SessionThreads, BatchAndSingleCallsInterleave) {
 TEST(SessionThreads, CancelStopsWithinOneToken) {
   auto r = mixed_requests()[0];
   r.max_new_tokens = 40;
-  const Result uncut = session().generate(r);
+  const Result uncut = test::bundle_session().generate(r);
   ASSERT_EQ(uncut.tokens.size(), 40u);
 
-  std::thread other([&] { session().generate(mixed_requests()[1]); });
+  std::thread other([&] { test::bundle_session().generate(mixed_requests()[1]); });
   std::string streamed;
   int calls = 0;
   r.on_text = [&](const std::string& piece) {
@@ -162,7 +158,7 @@ TEST(SessionThreads, CancelStopsWithinOneToken) {
     ++calls;
     return false;
   };
-  const Result cut = session().generate(r);
+  const Result cut = test::bundle_session().generate(r);
   other.join();
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(cut.finish_reason, "cancelled");
@@ -187,7 +183,7 @@ TEST(SessionThreads, CallbackExceptionsPassThroughUnchanged) {
   EXPECT_THROW(
       {
         try {
-          session().generate(r);
+          test::bundle_session().generate(r);
         } catch (const Error&) {
           ADD_FAILURE() << "wrapped as era::Error";
           throw std::logic_error("wrapped");
@@ -196,13 +192,13 @@ TEST(SessionThreads, CallbackExceptionsPassThroughUnchanged) {
       std::logic_error);
   r.on_text = [](const std::string&) -> bool { throw NotAStdException{42}; };
   try {
-    session().generate(r);
+    test::bundle_session().generate(r);
     FAIL() << "the callback's exception must propagate";
   } catch (const NotAStdException& e) {
     EXPECT_EQ(e.value, 42);
   }
   r.on_text = nullptr;
-  EXPECT_EQ(session().generate(r).tokens, session().generate(mixed_requests()[0]).tokens);
+  EXPECT_EQ(test::bundle_session().generate(r).tokens, test::bundle_session().generate(mixed_requests()[0]).tokens);
 }
 
 TEST(SessionApi, MovedFromSessionThrowsInsteadOfCrashing) {
@@ -223,7 +219,7 @@ TEST(SessionApi, MovedFromSessionThrowsInsteadOfCrashing) {
 }
 
 TEST(SessionApi, InfoNamesTheLoadedShim) {
-  const std::string shim = session().info().tokenizer_shim;
+  const std::string shim = test::bundle_session().info().tokenizer_shim;
   EXPECT_NE(shim.find("libera_sentencepiece.so"), std::string::npos) << shim;
   EXPECT_TRUE(std::ifstream(shim).good()) << shim;
 }

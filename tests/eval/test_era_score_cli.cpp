@@ -20,14 +20,14 @@ using nlohmann::json;
 
 test::CommandResult score(const std::string& args) { return test::run_command(test::era_score_path() + " " + args); }
 
-void expect_clean_error(const test::CommandResult& r, const std::string& needle) {
+void expect_score_error(const test::CommandResult& r, const std::string& needle) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("era_score: error: ", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
 }
 
-json read_json(const std::string& path) { return json::parse(test::read_file(path)); }
+using test::read_json;
 
 // GQA's test vector (50%) as files.
 void write_gqa(const std::string& dir) {
@@ -80,7 +80,7 @@ TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
 
   // A bad annotation row stops with the row and the field named.
   write_file(dir + "/bad.jsonl", R"({"question_id": "001-1", "answer": "Z"})" "\n");
-  expect_clean_error(score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
+  expect_score_error(score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
                      "row 1: \"answer\" must be one of A, B, C, D");
 }
 
@@ -111,7 +111,7 @@ TEST(EraScoreCli, MvBenchScoresLettersPerTaskAndWritesResults) {
 
   // An answer that is none of the candidates stops with the row named.
   write_file(dir + "/bad.jsonl", R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit"], "answer": "run"})" "\n");
-  expect_clean_error(score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
+  expect_score_error(score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
                      "row 1: \"answer\" \"run\" is not one of the \"candidates\"");
 }
 
@@ -140,7 +140,7 @@ TEST(EraScoreCli, PopeReportsEachSplitAndTheMeanF1) {
   EXPECT_EQ(j["method"], "tiny-test");  // no --method: the answers' model_id
 
   const auto missing = score("--benchmark pope --answers " + dir + "/answers.jsonl --annotations " + dir + "/labels");
-  expect_clean_error(missing, "--questions");
+  expect_score_error(missing, "--questions");
 }
 
 TEST(EraScoreCli, MmeSqaMmbenchTextVqaAndVqaV2) {
@@ -243,11 +243,11 @@ TEST(EraScoreCli, RetentionComparesResultsFiles) {
   EXPECT_NE(only.out.find("94.18"), std::string::npos) << only.out;  // (93.05 + 94.18) / 2 = 93.62
   EXPECT_NE(only.out.find("93.62"), std::string::npos) << only.out;
 
-  expect_clean_error(score("retention --results " + dir + "/pruned.json"), "--reference");
-  expect_clean_error(score("retention --reference " + dir + "/full.json --results " + dir + "/nope.json"), "nope.json");
-  expect_clean_error(score("retention --reference " + dir + "/full.json --results " + dir + "/pruned.json --mme total"),
+  expect_score_error(score("retention --results " + dir + "/pruned.json"), "--reference");
+  expect_score_error(score("retention --reference " + dir + "/full.json --results " + dir + "/nope.json"), "nope.json");
+  expect_score_error(score("retention --reference " + dir + "/full.json --results " + dir + "/pruned.json --mme total"),
                      "needs values.perception");
-  expect_clean_error(score("retention --reference " + dir + "/pruned.json --results " + dir + "/full.json --benchmarks seed"),
+  expect_score_error(score("retention --reference " + dir + "/pruned.json --results " + dir + "/full.json --benchmarks seed"),
                      "no score for benchmark seed");
 }
 
@@ -255,36 +255,36 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   const auto dir = test::scratch_dir("era_score_errors");
   write_gqa(dir);
   const std::string gqa = "--benchmark gqa --annotations " + dir + "/gqa_questions.json ";
-  expect_clean_error(score(gqa + "--answers " + dir + "/missing.jsonl"), "missing.jsonl: not found");
+  expect_score_error(score(gqa + "--answers " + dir + "/missing.jsonl"), "missing.jsonl: not found");
   write_file(dir + "/broken.jsonl", answer_line("1", "a") + "{not json\n");
-  expect_clean_error(score(gqa + "--answers " + dir + "/broken.jsonl"), "broken.jsonl line 2: not valid JSON");
-  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl"), "--annotations");
-  expect_clean_error(score("--benchmark nope --answers x"), "nope");
-  expect_clean_error(score("--answers " + dir + "/gqa.jsonl"), "--benchmark");
-  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/missing.json"),
+  expect_score_error(score(gqa + "--answers " + dir + "/broken.jsonl"), "broken.jsonl line 2: not valid JSON");
+  expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl"), "--annotations");
+  expect_score_error(score("--benchmark nope --answers x"), "nope");
+  expect_score_error(score("--answers " + dir + "/gqa.jsonl"), "--benchmark");
+  expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/missing.json"),
                      "missing.json: not found");
   write_file(dir + "/not_json.json", "{\"a\": [1, 2\n");
-  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/not_json.json"),
+  expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/not_json.json"),
                      "not valid JSON");
   // Wrong annotation file for the answers: nothing can be scored.
   write_file(dir + "/other.json", R"({"999": {"answer": "yes"}})");
-  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/other.json"),
+  expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/other.json"),
                      "no answer in");
   write_file(dir + "/empty.jsonl", "\n");
-  expect_clean_error(score(gqa + "--answers " + dir + "/empty.jsonl"), "no answer records");
+  expect_score_error(score(gqa + "--answers " + dir + "/empty.jsonl"), "no answer records");
   // --json never clobbers a file that is not a results file.
   write_file(dir + "/notes.json", "[1, 2, 3]");
-  expect_clean_error(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/notes.json"), "not an era_score results file");
+  expect_score_error(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/notes.json"), "not an era_score results file");
   EXPECT_EQ(test::read_file(dir + "/notes.json"), "[1, 2, 3]");
-  expect_clean_error(score(gqa + "--answers " + dir + "/gqa.jsonl --upload " + dir + "/u.json"), "only for vqav2");
-  expect_clean_error(score("--benchmark mme --answers " + dir + "/gqa.jsonl --annotations " + dir + "/nowhere"), "not a folder");
+  expect_score_error(score(gqa + "--answers " + dir + "/gqa.jsonl --upload " + dir + "/u.json"), "only for vqav2");
+  expect_score_error(score("--benchmark mme --answers " + dir + "/gqa.jsonl --annotations " + dir + "/nowhere"), "not a folder");
   // A results file is one model's: another model's answers are refused, the file left as it was.
   ASSERT_EQ(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/one_model.json").exit_code, 0);
   std::string other = test::read_file(dir + "/gqa.jsonl");
   for (size_t at = other.find("tiny-test"); at != std::string::npos; at = other.find("tiny-test", at)) other.replace(at, 9, "other-llava");
   write_file(dir + "/other_model.jsonl", other);
   const std::string before = test::read_file(dir + "/one_model.json");
-  expect_clean_error(score(gqa + "--answers " + dir + "/other_model.jsonl --name gqa_other --json " + dir + "/one_model.json"),
+  expect_score_error(score(gqa + "--answers " + dir + "/other_model.jsonl --name gqa_other --json " + dir + "/one_model.json"),
                      "holds gqa scores of model 'tiny-test', these answers are from model 'other-llava'");
   EXPECT_EQ(test::read_file(dir + "/one_model.json"), before);
   const auto help = score("--help");
@@ -384,12 +384,12 @@ TEST(EraScoreCli, CompareWritesThePapersTable) {
 
   // One results file is one run: another run's answers are refused, the file is left as it was.
   const std::string before = test::read_file(dir + "/era_16.json");
-  expect_clean_error(score("--benchmark gqa --answers " + dir + "/gqa_era_8.jsonl --annotations " + dir +
+  expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa_era_8.jsonl --annotations " + dir +
                            "/gqa_questions.json --json " + dir + "/era_16.json"),
                      "one results file per (method, budget)");
   EXPECT_EQ(test::read_file(dir + "/era_16.json"), before);
   // Without the full model's results there is no upper bound unless one is named.
-  expect_clean_error(score("compare --results " + dir + "/era_16.json " + dir + "/era_8.json"), "--reference");
+  expect_score_error(score("compare --results " + dir + "/era_16.json " + dir + "/era_8.json"), "--reference");
   const auto named = score("compare --reference " + dir + "/era_16.json --results " + dir + "/era_8.json");
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_NE(named.out.find("**Upper bound: 16 tokens (100%)**"), std::string::npos) << named.out;

@@ -14,6 +14,7 @@
 #include "reduce/reducer.h"
 #include "runtime/generator.h"
 #include "runtime/sequence.h"
+#include "parity_support.h"
 #include "test_support.h"
 #include "util/compat.h"
 #include "util/npy.h"
@@ -23,10 +24,7 @@ namespace {
 
 std::string ref(const std::string& name) { return test::testdata_dir() + "/logits/" + name; }
 
-double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
-  return ((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item<double>();
-}
+using test::max_rel_error;
 
 class DecoderParity : public ::testing::Test {
  protected:

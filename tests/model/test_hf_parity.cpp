@@ -13,6 +13,7 @@
 
 #include "era/debug.h"
 #include "era/era.h"
+#include "parity_support.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -21,13 +22,10 @@ namespace {
 
 std::string case_dir(const std::string& name) { return test::testdata_dir() + "/hf/" + name; }
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(test::read_file(path)); }
+using test::read_json;
 
 // As the other parity tests: the largest absolute difference over the largest reference value.
-double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
-  return ((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item<double>();
-}
+using test::max_rel_error;
 
 // transformers' processor repeats the image token once per visual token; era's prompt keeps one
 // placeholder per image and splices the visual tokens in later.

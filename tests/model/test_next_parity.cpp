@@ -14,6 +14,7 @@
 #include "family/vision_input.h"
 #include "runtime/sequence.h"
 #include "era/debug.h"
+#include "parity_support.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -22,12 +23,9 @@ namespace {
 
 std::string ref(const std::string& name) { return test::testdata_dir() + "/next/" + name; }
 
-double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
-  return ((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item<double>();
-}
+using test::max_rel_error;
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(test::read_file(path)); }
+using test::read_json;
 
 TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   c10::InferenceMode guard;

@@ -17,6 +17,7 @@
 #include "reduce/registry.h"
 #include "runtime/in_decoder_pruning.h"
 #include "runtime/sequence.h"
+#include "parity_support.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -124,10 +125,7 @@ TEST(InDecoderPruner, LayerMustLeaveLayersOnBothSides) {
 
 // ---- the pruned model against the eager mask implementation -----------------------------------
 
-double max_rel_error(const torch::Tensor& got, const torch::Tensor& want) {
-  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
-  return ((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item<double>();
-}
+using test::max_rel_error;
 
 class PrunedModel : public ::testing::TestWithParam<std::string> {
  protected:

@@ -8,6 +8,7 @@
 
 #include "era/era.h"
 #include "server/generation.h"
+#include "bundle_session.h"
 #include "test_support.h"
 
 namespace era::server {
@@ -15,24 +16,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Session& session() {
-  static Session s = Session::open(test::bundle_dir());
-  return s;
-}
-
 // Long enough that no machine finishes it inside the short deadlines below.
 Request long_request() {
   Request r;
   r.images = {test::source_dir() + "/tests/data/sample.png"};
   r.prompt = "Describe the image.";
-  r.max_new_tokens = session().info().max_context - 700;
+  r.max_new_tokens = test::bundle_session().info().max_context - 700;
   r.stop_at_eos = false;
   return r;
 }
 
 TEST(Generation, ADeadlinePassedInTheQueueIsRefusedWithoutRunning) {
   Generation g(long_request(), Generation::Clock::now() - 1ms);
-  g.run(session());
+  g.run(test::bundle_session());
   std::string text;
   ASSERT_TRUE(g.wait(text, 0ms));
   ASSERT_TRUE(g.error().has_value());
@@ -47,7 +43,7 @@ TEST(Generation, ADeadlineReachedWhileGeneratingStopsItAndFlagsTheTimeout) {
   const Request request = long_request();
   ASSERT_GT(request.max_new_tokens, 200);
   Generation g(request, Generation::Clock::now() + 400ms);
-  g.run(session());
+  g.run(test::bundle_session());
   std::string text;
   ASSERT_TRUE(g.wait(text, 0ms));
   ASSERT_FALSE(g.error().has_value()) << g.error()->what();
@@ -60,7 +56,7 @@ TEST(Generation, ADeadlineReachedWhileGeneratingStopsItAndFlagsTheTimeout) {
 TEST(Generation, AClientGoneBeforeTheStartIsNotRun) {
   Generation g(long_request(), Generation::Clock::now() + 60s);
   g.cancel();
-  g.run(session());
+  g.run(test::bundle_session());
   ASSERT_TRUE(g.error().has_value());
   EXPECT_EQ(g.error()->status(), 499);
   EXPECT_FALSE(g.timed_out());
@@ -69,7 +65,7 @@ TEST(Generation, AClientGoneBeforeTheStartIsNotRun) {
 TEST(Generation, AClientGoneWhileGeneratingStopsItAndTheReaderSeesTheTextSoFar) {
   const Request request = long_request();
   Generation g(request, Generation::Clock::now() + 600s);
-  std::thread worker([&] { g.run(session()); });
+  std::thread worker([&] { g.run(test::bundle_session()); });
   std::string text;
   bool ended = false;
   while (text.empty() && !ended) ended = g.wait(text, 100ms);  // the first pieces streamed
