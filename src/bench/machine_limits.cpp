@@ -36,13 +36,16 @@ double best_seconds(F&& f, double budget) {
 // Copies of a decode-sized weight, taken in turn by successive calls (next()), as a decode step
 // takes successive layers, so that none is still in the last-level cache: 1 GiB of copies (one
 // bf16 copy of LLaMA-7B's MLP up-projection is 90 MB; a server's L3 is 32 MB or more, the 2-vCPU
-// Sapphire Rapids VM of the README reports 300 MB), at least four.
+// Sapphire Rapids VM of the README reports 300 MB), at least four. The copies are clones of one
+// random weight: cloning runs at memory speed, while drawing 1 GiB of random numbers for each of
+// the three GEMV rows took most of --machine's time (30 s on one thread).
 class UncachedWeights {
  public:
-  template <typename Make>
-  UncachedWeights(int64_t copy_bytes, Make&& make) {
+  explicit UncachedWeights(const torch::Tensor& weight) {
+    const int64_t copy_bytes = weight.numel() * static_cast<int64_t>(weight.element_size());
     const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
-    for (int64_t i = 0; i < copies; ++i) copies_.push_back(make());
+    copies_.push_back(weight);
+    for (int64_t i = 1; i < copies; ++i) copies_.push_back(weight.clone());
   }
   const torch::Tensor& next() { return copies_[next_++ % copies_.size()]; }
 
@@ -75,7 +78,7 @@ MachineLimits measure_machine(int threads, double seconds) {
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}, opt);
     const int64_t copy_bytes = K1 * N1 * static_cast<int64_t>(torch::elementSize(dtype));
-    UncachedWeights w1(copy_bytes, [&] { return torch::randn({N1, K1}, opt); });
+    UncachedWeights w1(torch::randn({N1, K1}, opt));
     const double bytes = static_cast<double>(copy_bytes);
     const double t1 = best_seconds([&] { (void)torch::linear(x1, w1.next()); }, slice);
     m.gemv.push_back({dtype_name(dtype), 1, K1, N1, 2.0 * K1 * N1 / t1 / 1e9});
@@ -89,7 +92,7 @@ MachineLimits measure_machine(int threads, double seconds) {
   if (gemv_kernel_available()) {  // the same product with weight-only int8 weights (model/int8_linear.h)
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}), scales = torch::rand({N1}) * 0.01;
-    UncachedWeights w1(K1 * N1, [&] { return torch::randint(-127, 128, {N1, K1}, torch::kChar); });
+    UncachedWeights w1(torch::randint(-127, 128, {N1, K1}, torch::kChar));
     const double te =
         best_seconds([&] { (void)int8_linear(x1, w1.next(), scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
     m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
