@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "bench/machine_limits.h"
 #include "bench/memory.h"
 #include "era/debug.h"
 #include "model/cpu_matmul.h"
@@ -76,8 +78,17 @@ Request make_request(const BenchOptions& o, const Config& c) {
   return r;
 }
 
+// Each timed request's FLOP rate in `stage` over the GEMM rate timed just before it.
+Spread shares_of_peak(const std::vector<double>& stage_ms, double gflop, const std::vector<double>& peak_gflops) {
+  std::vector<double> shares;
+  for (size_t i = 0; i < stage_ms.size() && i < peak_gflops.size(); ++i) {
+    if (stage_ms[i] > 0 && peak_gflops[i] > 0) shares.push_back(gflop / (stage_ms[i] / 1e3) / peak_gflops[i]);
+  }
+  return Spread::of(shares);
+}
+
 ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, const PreparedInput& in,
-                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration) {
+                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration, const GemmProbe* probe) {
   const Request request = make_request(o, c);
   for (int i = 0; i < o.warmup; ++i) session.generate(request);  // TorchScript profiling runs, caches
 
@@ -89,7 +100,9 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   if (!memory.reset_peak()) peak_per_configuration = false;
   const int64_t baseline = memory.current();
   EarlyLayers early;  // what the first decoder layers saw, for FastV / DART
+  std::vector<double> peak_gflops;
   for (int i = 0; i < o.repeat; ++i) {
+    if (probe) peak_gflops.push_back(probe->gflops(o.vs_machine_seconds));
     Result r = session.generate(request);
     const Stats& s = r.stats;
     for (const auto& stage : stage_times()) {
@@ -117,6 +130,11 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
     row.profile = profiler.stop();
   }
   row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early, in.grids);
+  if (probe) {
+    row.vs_machine["gemm_gflops"] = Spread::of(peak_gflops);
+    row.vs_machine["vision_share"] = shares_of_peak(samples["vision"], (row.flops.vision + row.flops.projector) / 1e9, peak_gflops);
+    row.vs_machine["prefill_share"] = shares_of_peak(samples["prefill"], row.flops.prefill / 1e9, peak_gflops);
+  }
   return row;
 }
 
@@ -178,6 +196,9 @@ BenchReport run_benchmark(const BenchOptions& options) {
     throw Error(ErrorCode::kInvalidArgument, "give one image (-i) or one video (--video)");
   }
   const auto configs = configurations(options);
+  if (options.vs_machine_seconds > 0 && options.session.device != "cpu") {
+    throw Error(ErrorCode::kInvalidArgument, "--vs-machine times the CPU's GEMM, but the model runs on " + options.session.device);
+  }
 
   BenchReport report;
   report.options = options;
@@ -202,8 +223,14 @@ BenchReport run_benchmark(const BenchOptions& options) {
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
   report.input = std::move(prepared);
+  std::optional<GemmProbe> probe;
+  if (options.vs_machine_seconds > 0) {
+    probe.emplace(report.cpu_upcast_min_rows > 0 ? torch::kFloat : bundle.dtype);
+    report.vs_machine_dtype = era::dtype_name(probe->dtype());
+  }
   for (const auto& c : configs) {
-    report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration));
+    report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration,
+                                  probe ? &*probe : nullptr));
   }
   return report;
 }
@@ -288,6 +315,12 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
       py["cpp_over_python"] = {{"prefill", pp > 0 ? r.ms.at("prefill").median / pp : 0.0},
                                {"decode_per_token", pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0}};
       row["python"] = py;
+    }
+    if (!r.vs_machine.empty()) {
+      nlohmann::json vm = {{"gemm_dtype", report.vs_machine_dtype},
+                           {"gemm_shape", {GemmProbe::kM, GemmProbe::kK, GemmProbe::kN}}};
+      for (const auto& [name, s] : r.vs_machine) vm[name] = spread_json(s);
+      row["vs_machine"] = vm;
     }
     if (!r.profile.ops.empty()) {
       nlohmann::json ops = nlohmann::json::array(), stages = nlohmann::json::array();
@@ -396,6 +429,23 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       out << line;
     }
     out << "(ratio < 1: C++ faster; n/a: " << kNotComparable << ")\n";
+  }
+  if (!report.vs_machine_dtype.empty()) {
+    out << "\nagainst this machine's GEMM rate (" << report.vs_machine_dtype << " torch::linear " << GemmProbe::kM << "x"
+        << GemmProbe::kK << "x" << GemmProbe::kN << ", timed for " << fmt("%g", o.vs_machine_seconds)
+        << " s before each timed request; per request: the stage's FLOP rate over that rate; median [min-max])\n";
+    std::snprintf(line, sizeof line, "%-14s %24s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill");
+    out << line;
+    const auto range = [](const Spread& s, const char* f, double scale) {
+      return fmt(f, s.median * scale) + " [" + fmt(f, s.min * scale) + "-" + fmt(f, s.max * scale) + "]";
+    };
+    for (const auto& r : report.rows) {
+      std::snprintf(line, sizeof line, "%-14s %24s %21s %21s\n", r.label().c_str(),
+                    range(r.vs_machine.at("gemm_gflops"), "%.0f", 1).c_str(),
+                    (range(r.vs_machine.at("vision_share"), "%.0f", 100) + " %").c_str(),
+                    (range(r.vs_machine.at("prefill_share"), "%.0f", 100) + " %").c_str());
+      out << line;
+    }
   }
   for (const auto& r : report.rows) {
     if (r.profile.ops.empty()) continue;

@@ -39,6 +39,11 @@ struct BenchOptions {
   // > 0: after the timed requests, one more per configuration under LibTorch's profiler; the
   // tables show each stage's `profile_ops` costliest operators (bench/op_profile.h).
   int profile_ops = 0;
+  // > 0 (era_bench --vs-machine, CPU only): before each timed request, the machine's GEMM rate is
+  // timed for this many seconds (bench/machine_limits.h, GemmProbe) in the dtype the vision
+  // tower's and prefill's products run in (float32 where they are widened), and each request's
+  // vision and prefill FLOP rates are given as shares of it (ConfigResult::vs_machine).
+  double vs_machine_seconds = 0;
 };
 
 // Order statistics of one timed quantity over the repeats.
@@ -59,6 +64,10 @@ struct ConfigResult {
   // What one timed request handed the decoder, for the Python reference (era_bench --dump-inputs).
   std::vector<ImageReduction> reductions;
   OpProfile profile;  // BenchOptions::profile_ops > 0
+  // BenchOptions::vs_machine_seconds > 0: "gemm_gflops" (the rate timed before each timed
+  // request), "vision_share" ((vision + projector) FLOPs / vision ms, over that request's GEMM
+  // rate) and "prefill_share"; the shares are fractions (1 = the GEMM rate).
+  std::map<std::string, Spread> vs_machine;
   std::string label() const;  // "full", "era@64"
 };
 
@@ -76,6 +85,7 @@ struct BenchReport {
   std::string int8_engine;          // int8 bundles: the quantisation engine ("era": weight-only); empty otherwise
   std::string int8_scheme;          // int8 bundles: "weight-only" or "dynamic" (manifest quantization.int8_scheme)
   int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed
+  std::string vs_machine_dtype;     // BenchOptions::vs_machine_seconds > 0: the dtype of the GEMM timed
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
   torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got

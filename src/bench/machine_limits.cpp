@@ -58,6 +58,15 @@ const char* dtype_name(torch::ScalarType t) { return t == torch::kFloat ? "float
 
 }  // namespace
 
+GemmProbe::GemmProbe(torch::ScalarType dtype)
+    : x_(torch::randn({kM, kK}, torch::TensorOptions().dtype(dtype))),
+      w_(torch::randn({kN, kK}, torch::TensorOptions().dtype(dtype))) {}
+
+double GemmProbe::gflops(double seconds) const {
+  torch::NoGradGuard no_grad;
+  return 2.0 * kM * kK * kN / best_seconds([&] { (void)torch::linear(x_, w_); }, seconds) / 1e9;
+}
+
 MachineLimits measure_machine(int threads, double seconds) {
   torch::NoGradGuard no_grad;
   MachineLimits m;
@@ -66,11 +75,10 @@ MachineLimits measure_machine(int threads, double seconds) {
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     const auto opt = torch::TensorOptions().dtype(dtype);
     // prefill-like: 512 tokens through a 4096 -> 4096 projection (LLaMA-7B's attention width)
-    const int64_t M = 512, K = 4096, N = 4096;
-    const torch::Tensor x = torch::randn({M, K}, opt), w = torch::randn({N, K}, opt);
-    const double t = best_seconds([&] { (void)torch::linear(x, w); }, slice);
-    m.gemm.push_back({dtype_name(dtype), M, K, N, 2.0 * M * K * N / t / 1e9});
+    const int64_t M = GemmProbe::kM, K = GemmProbe::kK, N = GemmProbe::kN;
+    m.gemm.push_back({dtype_name(dtype), M, K, N, GemmProbe(dtype).gflops(slice)});
     if (dtype == torch::kBFloat16) {  // what --cpu-matmul float32 runs: both operands widened per call
+      const torch::Tensor x = torch::randn({M, K}, opt), w = torch::randn({N, K}, opt);
       const double tw = best_seconds([&] { (void)torch::linear(x.to(torch::kFloat), w.to(torch::kFloat)).to(dtype); }, slice);
       m.gemm.push_back({"bf16>f32", M, K, N, 2.0 * M * K * N / tw / 1e9});
     }

@@ -6,6 +6,8 @@
 // - the memory bandwidth: a read (sum of a tensor far larger than the caches), a copy, and the
 //   decode-like matrix-vector product (one token through a 4096 x 11008 weight), whose bytes per
 //   second are what a decode step can reach.
+#include <torch/script.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,5 +34,20 @@ struct MachineLimits {
 MachineLimits measure_machine(int threads, double seconds = 8.0);
 
 std::string format_machine(const MachineLimits& m);
+
+// measure_machine's prefill-like GEMM (torch::linear, 512 x 4096 x 4096) in one dtype, kept to be
+// timed again and again: era_bench --vs-machine times it before each timed request, so that each
+// request's FLOP rate is compared with the machine's rate of the same minute (a shared VM's speed
+// moves by up to 2x between minutes). On the threads LibTorch has when it is timed.
+class GemmProbe {
+ public:
+  explicit GemmProbe(torch::ScalarType dtype);
+  double gflops(double seconds) const;  // best of repeated products for about `seconds`
+  torch::ScalarType dtype() const { return x_.scalar_type(); }
+  static constexpr int64_t kM = 512, kK = 4096, kN = 4096;
+
+ private:
+  torch::Tensor x_, w_;
+};
 
 }  // namespace era::bench

@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
                  "after the timed requests, profile one more per configuration and show each stage's N costliest "
                  "operators (self time, LibTorch's profiler)")
       ->check(CLI::Range(0, 1000));
+  app.add_option("--vs-machine", o.vs_machine_seconds,
+                 "before each timed request, time this CPU's GEMM (as --machine, in the dtype the vision tower's and "
+                 "prefill's products run in) for this many seconds, and show each request's vision and prefill FLOP "
+                 "rates as shares of it (0 = off)")
+      ->check(CLI::Range(0.0, 600.0));
   bool machine = false;
   app.add_flag("--machine", machine,
                "measure this machine's limits (GEMM rate per dtype, memory bandwidth) with LibTorch's kernels at "

@@ -187,6 +187,41 @@ TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
   EXPECT_NE(r.out.find("prefill"), std::string::npos);
 }
 
+// --vs-machine: the GEMM rate timed before each timed request, in the dtype the big products run
+// in, and each request's vision and prefill FLOP rates as shares of it (JSON per row, and a table).
+TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
+  const auto dir = test::scratch_dir("era_bench_vs_machine");
+  const auto r = bench("--methods full,era --tokens 16 --warmup 0 --repeat 2 -n 2 --vs-machine 0.05 --json " + dir +
+                       "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("against this machine's GEMM rate (float32 torch::linear 512x4096x4096"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  for (const char* label : {"full", "era@16"}) {
+    const auto& vm = row_of(j, label)["vs_machine"];
+    EXPECT_EQ(vm["gemm_dtype"], "float32") << vm.dump();  // the fixture bundle is float32
+    for (const char* key : {"gemm_gflops", "vision_share", "prefill_share"}) {
+      const auto& s = vm[key];
+      EXPECT_GT(s["min"].get<double>(), 0.0) << key << " " << vm.dump();
+      EXPECT_LE(s["min"].get<double>(), s["median"].get<double>()) << key;
+      EXPECT_LE(s["median"].get<double>(), s["max"].get<double>()) << key;
+    }
+  }
+  // bf16 products in bf16 (native) are measured against the bf16 GEMM, widened ones against float32
+  for (const std::string mode : {"native", "float32"}) {
+    const auto b = bench("--dtype bfloat16 --cpu-matmul " + mode +
+                         " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_EQ(row_of(nlohmann::json::parse(b.out), "era@16")["vs_machine"]["gemm_dtype"],
+              mode == "native" ? "bfloat16" : "float32");
+  }
+  const auto gpu = bench("--device cuda --methods era --tokens 16 --vs-machine 1");  // refused before loading
+  EXPECT_EQ(gpu.exit_code, 2) << gpu.err;
+  EXPECT_NE(gpu.err.find("--vs-machine times the CPU's GEMM, but the model runs on cuda"), std::string::npos) << gpu.err;
+  const auto plain = bench("--methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(row_of(nlohmann::json::parse(plain.out), "era@16").contains("vs_machine"));
+}
+
 TEST(EraBenchCli, ReportsWhereBfloat16MatmulsRunInFloat32) {
   for (const std::string mode : {"float32", "native"}) {
     const auto r = bench("--dtype bfloat16 --cpu-matmul " + mode + " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
