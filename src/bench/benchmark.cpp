@@ -225,8 +225,9 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.input = std::move(prepared);
   std::optional<GemmProbe> probe;
   if (options.vs_machine_seconds > 0) {
-    probe.emplace(report.cpu_upcast_min_rows > 0 ? torch::kFloat : bundle.dtype);
-    report.vs_machine_dtype = era::dtype_name(probe->dtype());
+    const bool float32 = cpu_matmuls_in_float32(bundle, parse_cpu_matmul(options.session.cpu_matmul));
+    probe.emplace(float32 ? torch::kFloat : bundle.dtype);
+    report.vs_machine_dtype = dtype_name(probe->dtype());
   }
   for (const auto& c : configs) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration,

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/int8_linear.h"
 #include "util/cpu_threads.h"
@@ -53,8 +54,6 @@ class UncachedWeights {
   std::vector<torch::Tensor> copies_;
   size_t next_ = 0;
 };
-
-const char* dtype_name(torch::ScalarType t) { return t == torch::kFloat ? "float32" : t == torch::kBFloat16 ? "bfloat16" : "float16"; }
 
 }  // namespace
 
