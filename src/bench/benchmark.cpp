@@ -214,6 +214,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
+  report.onednn_packed_linears = bundle.onednn_packed_linears;
   if (!bundle.manifest.int8_weights.empty()) {
     // weight-only int8 linears run era's own kernel (model/int8_linear.h), not an engine
     report.int8_engine = bundle.manifest.int8_scheme == "weight-only" ? "era" : int8_engine_name();
@@ -228,6 +229,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
     const bool float32 = cpu_matmuls_in_float32(bundle, parse_cpu_matmul(options.session.cpu_matmul));
     probe.emplace(float32 ? torch::kFloat : bundle.dtype);
     report.vs_machine_dtype = dtype_name(probe->dtype());
+    report.vs_machine_packed = probe->packs();
   }
   for (const auto& c : configs) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration,
@@ -257,7 +259,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["device"] = report.model.device;
   j["dtype"] = report.model.dtype;
   j["threads"] = report.threads;
-  j["cpu_matmul"] = {{"mode", o.session.cpu_matmul}, {"float32_from_rows", report.cpu_upcast_min_rows}};
+  j["cpu_matmul"] = {{"mode", o.session.cpu_matmul},
+                     {"float32_from_rows", report.cpu_upcast_min_rows},
+                     {"onednn_packed_linears", report.onednn_packed_linears}};
   j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
   if (!report.int8_engine.empty()) {
     j["int8"] = {{"engine", report.int8_engine},
@@ -319,7 +323,8 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
     }
     if (!r.vs_machine.empty()) {
       nlohmann::json vm = {{"gemm_dtype", report.vs_machine_dtype},
-                           {"gemm_shape", {GemmProbe::kM, GemmProbe::kK, GemmProbe::kN}}};
+                           {"gemm_shape", {GemmProbe::kM, GemmProbe::kK, GemmProbe::kN}},
+                           {"gemm_packed_too", report.vs_machine_packed}};
       for (const auto& [name, s] : r.vs_machine) vm[name] = spread_json(s);
       row["vs_machine"] = vm;
     }
@@ -347,6 +352,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       << (report.cpu_upcast_min_rows == 1   ? ", matmuls in float32"
           : report.cpu_upcast_min_rows > 1 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows"
                                             : "")
+      << (report.onednn_packed_linears > 0 ? ", " + std::to_string(report.onednn_packed_linears) + " vision linears packed for oneDNN" : "")
       << ") | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";
@@ -433,7 +439,8 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   }
   if (!report.vs_machine_dtype.empty()) {
     out << "\nagainst this machine's GEMM rate (" << report.vs_machine_dtype << " torch::linear " << GemmProbe::kM << "x"
-        << GemmProbe::kK << "x" << GemmProbe::kN << ", timed for " << fmt("%g", o.vs_machine_seconds)
+        << GemmProbe::kK << "x" << GemmProbe::kN
+        << (report.vs_machine_packed ? ", the faster of the plain and the oneDNN-packed weight" : "") << ", timed for " << fmt("%g", o.vs_machine_seconds)
         << " s before each timed request; per request: the stage's FLOP rate over that rate; median [min-max])\n";
     std::snprintf(line, sizeof line, "%-14s %24s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill");
     out << line;

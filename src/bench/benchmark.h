@@ -82,10 +82,12 @@ struct BenchReport {
   int threads = 0;
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
+  int onednn_packed_linears = 0;    // vision / projector linears packed for oneDNN at load (model/onednn_linear.h)
   std::string int8_engine;          // int8 bundles: the quantisation engine ("era": weight-only); empty otherwise
   std::string int8_scheme;          // int8 bundles: "weight-only" or "dynamic" (manifest quantization.int8_scheme)
   int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed
   std::string vs_machine_dtype;     // BenchOptions::vs_machine_seconds > 0: the dtype of the GEMM timed
+  bool vs_machine_packed = false;   // ... and whether its rate is the faster of plain and oneDNN-packed (bench/machine_limits.h)
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
   torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got

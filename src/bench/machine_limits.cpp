@@ -10,7 +10,9 @@
 
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
+#include "model/cpu_matmul.h"
 #include "model/int8_linear.h"
+#include "model/onednn_linear.h"
 #include "util/cpu_threads.h"
 
 namespace era::bench {
@@ -59,11 +61,24 @@ class UncachedWeights {
 
 GemmProbe::GemmProbe(torch::ScalarType dtype)
     : x_(torch::randn({kM, kK}, torch::TensorOptions().dtype(dtype))),
-      w_(torch::randn({kN, kK}, torch::TensorOptions().dtype(dtype))) {}
+      w_(torch::randn({kN, kK}, torch::TensorOptions().dtype(dtype))) {
+  if (dtype == torch::kBFloat16 && onednn_packing_available() && cpu_has_native_arithmetic(dtype)) packed_ = pack_for_onednn(w_);
+}
 
-double GemmProbe::gflops(double seconds) const {
+double GemmProbe::plain_gflops(double seconds) const {
   torch::NoGradGuard no_grad;
   return 2.0 * kM * kK * kN / best_seconds([&] { (void)torch::linear(x_, w_); }, seconds) / 1e9;
+}
+
+double GemmProbe::packed_gflops(double seconds) const {
+  if (!packed_.defined()) return 0;
+  torch::NoGradGuard no_grad;
+  return 2.0 * kM * kK * kN / best_seconds([&] { (void)onednn_linear(x_, packed_, c10::nullopt); }, seconds) / 1e9;
+}
+
+double GemmProbe::gflops(double seconds) const {
+  if (!packed_.defined()) return plain_gflops(seconds);
+  return std::max(plain_gflops(seconds / 2), packed_gflops(seconds / 2));
 }
 
 MachineLimits measure_machine(int threads, double seconds) {
@@ -75,7 +90,9 @@ MachineLimits measure_machine(int threads, double seconds) {
     const auto opt = torch::TensorOptions().dtype(dtype);
     // prefill-like: 512 tokens through a 4096 -> 4096 projection (LLaMA-7B's attention width)
     const int64_t M = GemmProbe::kM, K = GemmProbe::kK, N = GemmProbe::kN;
-    m.gemm.push_back({dtype_name(dtype), M, K, N, GemmProbe(dtype).gflops(slice)});
+    const GemmProbe probe(dtype);
+    m.gemm.push_back({dtype_name(dtype), M, K, N, probe.plain_gflops(slice)});
+    if (probe.packs()) m.gemm.push_back({"bf16-pack", M, K, N, probe.packed_gflops(slice)});
     if (dtype == torch::kBFloat16) {  // what --cpu-matmul float32 runs: both operands widened per call
       const torch::Tensor x = torch::randn({M, K}, opt), w = torch::randn({N, K}, opt);
       const double tw = best_seconds([&] { (void)torch::linear(x.to(torch::kFloat), w.to(torch::kFloat)).to(dtype); }, slice);
@@ -116,7 +133,8 @@ MachineLimits measure_machine(int threads, double seconds) {
 std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
-  os << "machine limits (LibTorch kernels; era-bf16 / era-int8: era's decode kernel on bf16 / int8 weights; " << m.threads << " threads, best of repeated runs)\n";
+  os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
+        "kernel on bf16 / int8 weights; " << m.threads << " threads, best of repeated runs)\n";
   for (const auto& g : m.gemm) {
     std::snprintf(line, sizeof line, "  GEMM %-8s %lldx%lldx%lld (torch::linear)   %8.1f GFLOP/s\n", g.dtype.c_str(),
                   static_cast<long long>(g.m), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops);

@@ -30,7 +30,8 @@ struct MachineLimits {
 
 // About `seconds` of measurement in all, on `threads` intra-op threads (0: what a Session uses,
 // util/cpu_threads.h). The GEMM rows include bf16 widened to float32 per call ("bf16>f32", the
-// --cpu-matmul float32 path, widening included).
+// --cpu-matmul float32 path, widening included) and, where sessions pack bf16 weights for oneDNN,
+// the product with a packed weight ("bf16-pack").
 MachineLimits measure_machine(int threads, double seconds = 8.0);
 
 std::string format_machine(const MachineLimits& m);
@@ -38,16 +39,24 @@ std::string format_machine(const MachineLimits& m);
 // measure_machine's prefill-like GEMM (torch::linear, 512 x 4096 x 4096) in one dtype, kept to be
 // timed again and again: era_bench --vs-machine times it before each timed request, so that each
 // request's FLOP rate is compared with the machine's rate of the same minute (a shared VM's speed
-// moves by up to 2x between minutes). On the threads LibTorch has when it is timed.
+// moves by up to 2x between minutes). On the threads LibTorch has when it is timed. Where a
+// session packs bf16 weights for oneDNN (model/onednn_linear.h: bf16 on a CPU with bf16
+// arithmetic, LibTorch 2.x), the probe also times the product with its weight packed so: the
+// machine's rate is that of the faster kernel.
 class GemmProbe {
  public:
   explicit GemmProbe(torch::ScalarType dtype);
-  double gflops(double seconds) const;  // best of repeated products for about `seconds`
+  // The best of repeated products for about `seconds`; with a packed weight, half the time each
+  // way and the faster of the two.
+  double gflops(double seconds) const;
+  double plain_gflops(double seconds) const;   // LibTorch's plain linear only
+  double packed_gflops(double seconds) const;  // the packed product only; 0 without one
+  bool packs() const { return packed_.defined(); }
   torch::ScalarType dtype() const { return x_.scalar_type(); }
   static constexpr int64_t kM = 512, kK = 4096, kN = 4096;
 
  private:
-  torch::Tensor x_, w_;
+  torch::Tensor x_, w_, packed_;
 };
 
 }  // namespace era::bench

@@ -12,7 +12,7 @@ namespace {
 
 namespace prof = torch::autograd::profiler;
 
-constexpr const char* kStagePrefix = "era::";
+constexpr const char* kStagePrefix = "era-stage:";  // util/stage_scope.h
 
 struct Open {
   const prof::LegacyEvent* push;

@@ -2,7 +2,7 @@
 // Internal (era_bench): where a request's CPU time goes, operator by operator. LibTorch's legacy
 // profiler (both routes have it: LibTorch 1.13 and 2.x) records every aten / TorchScript operator
 // the calling thread runs; each operator's *self* time (its children's excluded) is summed by name
-// and by the pipeline stage it ran in, the innermost enclosing era::stage scope (util/stage_scope.h).
+// and by the pipeline stage it ran in, the innermost enclosing stage scope (util/stage_scope.h).
 //
 // Timings are wall-clock on the calling thread: an operator parallelised over intra-op threads
 // counts its wall time once. The profiler adds a few microseconds per operator, so profile a run

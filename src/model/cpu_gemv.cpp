@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/int8_linear.h"
+#include "model/onednn_linear.h"
 
 namespace era {
 
@@ -216,7 +217,10 @@ int parallel_for_threads() {
 }
 
 // The registrations below run when this object is linked in; int8_linear.cpp's with it.
-void register_era_operators() { register_int8_linear_operator(); }
+void register_era_operators() {
+  register_int8_linear_operator();
+  register_onednn_linear_operator();
+}
 
 // The bundle format's operators (the schema is fixed: bundles carry calls to it).
 TORCH_LIBRARY(era, m) { m.def("gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor"); }

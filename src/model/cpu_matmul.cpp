@@ -8,6 +8,7 @@
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/int8_linear.h"
+#include "model/onednn_linear.h"
 #include "util/compat.h"
 
 namespace era {
@@ -89,6 +90,11 @@ int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
+bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode) {
+  return bundle.device.is_cpu() && bundle.dtype == torch::kBFloat16 && mode == CpuMatmul::kAuto &&
+         cpu_has_native_arithmetic(torch::kBFloat16) && onednn_packing_available();
+}
+
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const int64_t upcast_rows = cpu_upcast_min_rows(bundle, mode);
   const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = int8_gemv_max_rows(bundle, mode);
@@ -103,6 +109,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
       set += widens || hands_over;
     }
   }
+  // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed
+  // copy of them would double the model's memory. Its prefill already runs near the GEMM rate.
+  if (cpu_packs_linears_for_onednn(bundle, mode))
+    bundle.onednn_packed_linears = pack_linears_for_onednn(bundle.vision) + pack_linears_for_onednn(bundle.projector);
   return set;
 }
 

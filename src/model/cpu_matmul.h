@@ -54,8 +54,15 @@ int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 // (int8_cuda_kernel_max_rows; the CPU mode does not apply there), else 0.
 int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 
+// Whether the vision tower's and projector's linears get their weights packed for oneDNN
+// (model/onednn_linear.h): a bf16 CPU bundle under kAuto on a CPU with native bf16 arithmetic and
+// a LibTorch with the operators (2.x). kNative keeps LibTorch's plain linear: the comparison.
+bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
+
 // Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that
-// has them; returns how many modules were set (0 for a bundle exported before either existed).
+// has them, and packs the vision tower's and projector's linears where
+// cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
+// had attributes set (0 for a bundle exported before either existed).
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode);
 
 }  // namespace era

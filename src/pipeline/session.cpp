@@ -47,7 +47,7 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   auto& st = result.stats;
   Stopwatch clock;
   const PreparedRequest prepared = [&] {
-    ERA_STAGE_SCOPE("era::preprocess");
+    ERA_STAGE_SCOPE("preprocess");
     return prepare_request(impl, request);
   }();
   st.preprocess_ms = clock.lap_ms();
@@ -56,13 +56,13 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
     // A GPU runs the stages asynchronously: wait for each before reading the clock, or its time
     // would be billed to the next stage (which waits for it).
     const VisionOutput vision = [&] {
-      ERA_STAGE_SCOPE("era::vision");
+      ERA_STAGE_SCOPE("vision");
       return encode_vision(impl, prepared);
     }();
     device::synchronize(impl.bundle.device);
     st.vision_ms = clock.lap_ms();
     {
-      ERA_STAGE_SCOPE("era::reduce");
+      ERA_STAGE_SCOPE("reduce");
       images = reduce_images(impl, vision, prepared, request);
     }
     device::synchronize(impl.bundle.device);

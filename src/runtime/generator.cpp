@@ -34,7 +34,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
   torch::Tensor logits;
   int64_t next = 0;
   {
-    ERA_STAGE_SCOPE("era::prefill");
+    ERA_STAGE_SCOPE("prefill");
     if (pruning_ != nullptr) {
       PrunedPrefill pruned = prefill_pruned(decoder_, sequence, *pruning_, cache, lar_);
       logits = pruned.logits;
@@ -72,7 +72,7 @@ GenerationOutput Generator::run(const PromptSequence& sequence, const Generation
     if (static_cast<int64_t>(out.tokens.size()) >= limits.max_new_tokens) break;
 
     clock.restart();
-    ERA_STAGE_SCOPE("era::decode");
+    ERA_STAGE_SCOPE("decode");
     const auto embed = decoder_.embed(torch::full({1, 1}, next, torch::kLong));
     if (pruning_ != nullptr) {  // the original RoPE position, even though layers >= K hold fewer slots
       logits = decode_pruned(decoder_, embed, position, pruning_->pruner->layer(), cache, lar_);

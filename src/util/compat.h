@@ -33,6 +33,11 @@ inline std::vector<at::QEngine> quantized_engines_by_preference() {
 #endif
 }
 
+// LibTorch's oneDNN linear with a weight packed once (mkldnn::_reorder_linear_weight and
+// mkldnn::_linear_pointwise, model/onednn_linear.h): 2.x. model/onednn_linear.cpp looks the
+// operators up by name; this says where they are expected (the tests check it).
+inline constexpr bool kHasOnednnPackedLinear = ERA_TORCH_AT_LEAST(2, 0);
+
 // at::scaled_dot_product_attention exists from 2.0; its `scale` argument from 2.1.
 inline constexpr bool kHasSdpa = ERA_TORCH_AT_LEAST(2, 1);
 

@@ -4,5 +4,7 @@
 // scope of LibTorch's RecordFunction: a flag check when no profiler is on.
 #include <ATen/record_function.h>
 
-// Names start with "era::" (bench/op_profile.cpp strips the prefix).
-#define ERA_STAGE_SCOPE(name) RECORD_USER_SCOPE(name)
+// `name`: a string literal, the stage ("vision"). The scope is named "era-stage:" + name, a prefix
+// no operator has: bench/op_profile.cpp tells stages from operators by it (the bundle's own
+// operators are named "era::gemv", "era::onednn_linear", ...).
+#define ERA_STAGE_SCOPE(name) RECORD_USER_SCOPE("era-stage:" name)

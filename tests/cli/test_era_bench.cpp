@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "model/cpu_gemv.h"
+#include "model/cpu_matmul.h"
 #include "model/int8_test_util.h"
 #include "model/manifest.h"
+#include "model/onednn_linear.h"
 #include "test_support.h"
 
 namespace era {
@@ -146,6 +148,10 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
   std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
                                    "memory read", "memory copy"};
+  // the product with its weight packed for oneDNN, where sessions pack (model/onednn_linear.h)
+  const bool packs = onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16);
+  EXPECT_EQ(r.out.find("GEMM bf16-pack") != std::string::npos, packs) << r.out;
+  if (packs) rows.push_back("GEMM bf16-pack");
   if (gemv_kernel_available()) {  // era's decode kernel (model/cpu_gemv.h), on bf16 and int8 weights
     rows.push_back("GEMV era-bf16");
     rows.push_back("GEMV era-int8");
@@ -187,6 +193,33 @@ TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
   EXPECT_NE(r.out.find("prefill"), std::string::npos);
 }
 
+// The bundle's own operators (era::gemv in a bf16 decode step, era::onednn_linear in a packed
+// vision tower) are operators of the stage they run in, not stages of their own.
+TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
+  const auto dir = test::scratch_dir("era_bench_profile_bf16");
+  const auto r = bench("--dtype bfloat16 --methods era --tokens 16 --warmup 0 --repeat 1 -n 3 --profile-ops 4 --json " + dir +
+                       "/out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
+  const auto& profile = row_of(j, "era@16")["op_profile"];
+  std::set<std::string> stages;
+  for (const auto& s : profile["stages"]) stages.insert(s["stage"].get<std::string>());
+  EXPECT_EQ(stages, (std::set<std::string>{"preprocess", "vision", "reduce", "prefill", "decode"})) << profile.dump();
+  std::set<std::string> era_ops_in_decode, era_ops_in_vision;
+  for (const auto& op : profile["ops"]) {
+    const auto name = op["op"].get<std::string>();
+    if (name.rfind("era::", 0) != 0) continue;
+    if (op["stage"] == "decode") era_ops_in_decode.insert(name);
+    if (op["stage"] == "vision") era_ops_in_vision.insert(name);
+  }
+  // the bf16 decode step runs era's kernel where this CPU has it (model/cpu_matmul.h)
+  if (gemv_kernel_available()) EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump();
+  // the vision tower's linears are packed for oneDNN where the runtime packs (model/onednn_linear.h)
+  const bool packs = j["cpu_matmul"]["onednn_packed_linears"].get<int>() > 0;
+  EXPECT_EQ(era_ops_in_vision.count("era::onednn_linear") > 0, packs) << profile.dump();
+  EXPECT_EQ(packs, onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16));
+}
+
 // --vs-machine: the GEMM rate timed before each timed request, in the dtype the big products run
 // in, and each request's vision and prefill FLOP rates as shares of it (JSON per row, and a table).
 TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
@@ -211,8 +244,12 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
     const auto b = bench("--dtype bfloat16 --cpu-matmul " + mode +
                          " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
     ASSERT_EQ(b.exit_code, 0) << b.err;
-    EXPECT_EQ(row_of(nlohmann::json::parse(b.out), "era@16")["vs_machine"]["gemm_dtype"],
-              mode == "native" ? "bfloat16" : "float32");
+    const auto out = nlohmann::json::parse(b.out);
+    const auto& vm = row_of(out, "era@16")["vs_machine"];
+    EXPECT_EQ(vm["gemm_dtype"], mode == "native" ? "bfloat16" : "float32");
+    // a bf16 GEMM also with its weight packed for oneDNN where sessions pack (model/onednn_linear.h)
+    const bool packs = mode == "native" && onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16);
+    EXPECT_EQ(vm["gemm_packed_too"], packs) << vm.dump();
   }
   const auto gpu = bench("--device cuda --methods era --tokens 16 --vs-machine 1");  // refused before loading
   EXPECT_EQ(gpu.exit_code, 2) << gpu.err;

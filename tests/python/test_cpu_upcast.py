@@ -89,6 +89,36 @@ class LinearTest(unittest.TestCase):
         self.assertTrue(torch.allclose(torch.ops.era.gemv(torch.ones(1, 8), w, None), w.sum(1, keepdim=True).T,
                                        atol=1e-5))
 
+    def test_a_weight_packed_for_onednn_goes_through_era_onednn_linear(self):
+        # onednn_packed (False as exported) is what era's runtime sets where it replaced the
+        # weight by oneDNN's packed copy (src/model/onednn_linear.h); every call then runs
+        # era::onednn_linear, which Python defines with torch.ops.mkldnn._linear_pointwise
+        m = scripted_linear(True)
+        self.assertFalse(m.onednn_packed)
+        self.assertIn("ops.era.onednn_linear(", m.code)
+        w = torch.randn(48, 64, dtype=BF16)
+        self.assertTrue(torch.equal(torch.ops.era.onednn_linear(torch.ones(2, 64, dtype=BF16), w, None),
+                                    F.linear(torch.ones(2, 64, dtype=BF16), w)))
+        if not hasattr(torch.ops.mkldnn, "_reorder_linear_weight"):
+            return  # torch 1.13: no packed weights (the runtime never packs there)
+        x = torch.randn(3, 577, 64, dtype=BF16)
+        want = F.linear(x.float(), m.weight.float(), m.bias.float())
+        plain = m(x)
+        m.weight = torch.ops.mkldnn._reorder_linear_weight(m.weight, None)
+        m.onednn_packed = True
+        def calls(x):
+            with torch.autograd.profiler.profile() as prof:
+                out = m(x)
+            return out, sum(1 for e in prof.function_events if e.name == "era::onednn_linear")
+        got, n = calls(x)
+        self.assertEqual(n, 1)
+        self.assertEqual(got.dtype, BF16)
+        self.assertEqual(list(got.shape), [3, 577, 48])
+        # float32 sums rounded once to bf16, as the plain linear's
+        bound = want.abs() * 2 ** -8 + 1e-3
+        self.assertTrue(bool(((got.float() - want).abs() <= bound).all()))
+        self.assertTrue(bool(((plain.float() - want).abs() <= bound).all()))
+
     def test_a_large_weight_is_widened_in_pieces_with_the_same_result(self):
         torch.manual_seed(6)
         m = lm.Linear(1024, 5000, dtype=BF16)  # 5.1 M elements: 3 pieces of 2048 rows

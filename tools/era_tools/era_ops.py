@@ -14,13 +14,19 @@ The schemas are part of the bundle format: never change one, add a new operator 
       float32 (upcast_min_rows > 0 and at least that many rows: the GEMM in float32), rounded to
       x's dtype. In C++ (src/model/int8_linear.h): era's kernel for at most gemv_max_rows rows,
       slices of the weight converted for LibTorch's GEMM above that.
+  era::onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor
+      = F.linear(x, weight, bias), where the weight may be one packed for oneDNN (an MKLDNN tensor
+      from torch.ops.mkldnn._reorder_linear_weight): then torch.ops.mkldnn._linear_pointwise. The
+      C++ runtime packs the vision tower's and projector's bf16 weights at load on CPUs with
+      native bf16 arithmetic (src/model/onednn_linear.h) and sets the Linear's `onednn_packed`.
 """
 import torch
 import torch.nn.functional as F
 
 SCHEMAS = {"gemv": "gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
            "int8_linear": "int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, "
-                          "int gemv_max_rows, int upcast_min_rows) -> Tensor"}
+                          "int gemv_max_rows, int upcast_min_rows) -> Tensor",
+           "onednn_linear": "onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor"}
 
 
 def _gemv(x, weight, bias):
@@ -36,7 +42,13 @@ def _int8_linear(x, weight, scales, bias, gemv_max_rows, upcast_min_rows):
     return y.to(x.dtype)
 
 
-_KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear}
+def _onednn_linear(x, weight, bias):
+    if weight.is_mkldnn:
+        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], None)
+    return F.linear(x, weight, bias)
+
+
+_KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear, "onednn_linear": _onednn_linear}
 
 
 def _defined(name):
@@ -60,6 +72,8 @@ def _register():
         # for Python kernels.
         for key in ("CPU", "CUDA"):
             lib.impl(name, _KERNELS[name], key)
+    # A packed weight is an MKLDNN tensor, which dispatches on its own key.
+    lib.impl("onednn_linear", _onednn_linear, "MkldnnCPU")
     return lib
 
 

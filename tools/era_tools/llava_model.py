@@ -90,15 +90,21 @@ class Linear(nn.Linear):
     """nn.Linear (same parameters, same state-dict keys) that widens compute-bound calls to
     float32 on CPUs where the runtime asks for it (cpu_upcast_min_rows > 0), and hands calls of
     at most `gemv_max_rows` rows (decode steps) to era::gemv, the C++ runtime's memory-bound
-    kernel for bf16 / fp16 weights (era_ops.py; 0 = never, the exported value)."""
+    kernel for bf16 / fp16 weights (era_ops.py; 0 = never, the exported value). Where the runtime
+    replaced the weight by one packed for oneDNN (vision tower and projector on CPUs with native
+    bf16 arithmetic: src/model/onednn_linear.h), it sets `onednn_packed` and every call goes
+    through era::onednn_linear."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.cpu_upcast_min_rows = 0
         self.gemv_max_rows = 0
+        self.onednn_packed = False
         self.widen_chunk = WIDEN_CHUNK
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.onednn_packed:
+            return torch.ops.era.onednn_linear(x, self.weight, self.bias)
         rows = x.numel() // max(x.shape[-1], 1)
         if 0 < rows <= self.gemv_max_rows:
             return torch.ops.era.gemv(x, self.weight, self.bias)

@@ -1,0 +1,142 @@
+// The vision tower's and projector's linears packed for oneDNN (model/onednn_linear.h): where the
+// operators exist, the packed product against float64 and LibTorch's own bf16 linear; which
+// modules a session packs under which mode; and a packed session's prompt logits against the
+// unpacked bf16 run and the float32 model.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "era/debug.h"
+#include "era/era.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
+#include "model/onednn_linear.h"
+#include "pipeline/session_internals.h"
+#include "test_support.h"
+#include "util/compat.h"
+
+namespace era {
+namespace {
+
+// Where the runtime packs at all: the operators, and a CPU it packs for.
+bool packs_here() { return onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16); }
+
+// The exported Linears (modules with `onednn_packed`) under `top`, and how many hold a packed weight.
+std::pair<int, int> linears_and_packed(const torch::jit::Module& top) {
+  int linears = 0, packed = 0;
+  for (const torch::jit::Module m : top.modules()) {
+    if (!m.hasattr("onednn_packed")) continue;
+    ++linears;
+    const bool flag = m.attr("onednn_packed").toBool(), mkldnn = m.attr("weight").toTensor().is_mkldnn();
+    EXPECT_EQ(flag, mkldnn) << "the flag and the weight disagree";
+    packed += flag;
+  }
+  return {linears, packed};
+}
+
+}  // namespace
+
+TEST(OnednnLinear, OperatorsExistExactlyOnLibTorch2) {
+  EXPECT_EQ(onednn_packing_available(), compat::kHasOnednnPackedLinear);
+}
+
+TEST(OnednnLinear, PlainWeightIsLibTorchsLinear) {
+  torch::manual_seed(1);
+  const auto x = torch::randn({5, 7, 48}).to(torch::kBFloat16), w = torch::randn({40, 48}).to(torch::kBFloat16);
+  const auto b = torch::randn({40}).to(torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(onednn_linear(x, w, b), torch::linear(x, w, b)));
+  EXPECT_TRUE(torch::equal(onednn_linear(x, w, c10::nullopt), torch::linear(x, w)));
+}
+
+TEST(OnednnLinear, PackedProductIsTheLinearWithinBf16Rounding) {
+  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here (no oneDNN operators or no bf16 arithmetic)";
+  torch::manual_seed(2);
+  const int64_t K = 1024, N = 320;
+  const auto w = (torch::randn({N, K}) * 0.03).to(torch::kBFloat16), b = torch::randn({N}).to(torch::kBFloat16);
+  const auto packed = pack_for_onednn(w);
+  EXPECT_TRUE(packed.is_mkldnn());
+  EXPECT_EQ(packed.sizes(), w.sizes());
+  // one row (a decode-like call), the tower's 577, and five crops at once ([5, 577, K])
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1, K}, {577, K}, {5, 577, K}}) {
+    const auto x = torch::randn(shape).to(torch::kBFloat16);
+    for (const bool with_bias : {true, false}) {
+      const c10::optional<torch::Tensor> bias = with_bias ? c10::optional<torch::Tensor>(b) : c10::nullopt;
+      const auto got = onednn_linear(x, packed, bias), plain = torch::linear(x, w, with_bias ? b : torch::Tensor());
+      ASSERT_EQ(got.sizes(), plain.sizes());
+      EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+      auto exact = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
+      if (with_bias) exact = exact + b.to(torch::kDouble);
+      // float32 sums rounded once to bf16: within a unit in the last place of bf16 (2^-8
+      // relative) plus the float32 summation error; LibTorch's own linear must meet it too
+      const auto bound = exact.abs() * std::ldexp(1.0, -8) + 1e-3;
+      const auto err = (got.to(torch::kDouble) - exact).abs(), plain_err = (plain.to(torch::kDouble) - exact).abs();
+      EXPECT_TRUE(err.le(bound).all().item<bool>()) << "worst excess " << (err - bound).max().item<double>();
+      EXPECT_TRUE(plain_err.le(bound).all().item<bool>());
+    }
+  }
+}
+
+TEST(OnednnLinear, RefusesWhatItCannotPack) {
+  if (!onednn_packing_available()) GTEST_SKIP() << "no oneDNN operators in this LibTorch";
+  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8})), c10::Error);                               // float32
+  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8, 2}).to(torch::kBFloat16)), c10::Error);       // not 2-D
+  const auto packed = pack_for_onednn(torch::randn({4, 8}).to(torch::kBFloat16));
+  EXPECT_THROW(onednn_linear(torch::randn({3, 9}).to(torch::kBFloat16), packed, c10::nullopt), c10::Error);  // K
+}
+
+TEST(OnednnLinear, PolicyPacksBf16AutoSessionsOnCpusWithBf16Arithmetic) {
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+  EXPECT_EQ(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kAuto), packs_here());
+  EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kNative));   // LibTorch's kernels as they are
+  EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kFloat32));  // widened: float32 BLAS
+  EXPECT_FALSE(cpu_packs_linears_for_onednn(f32, CpuMatmul::kAuto));
+}
+
+TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
+  for (const std::string mode : {"auto", "native"}) {
+    SessionOptions o;
+    o.dtype = "bfloat16";
+    o.cpu_matmul = mode;
+    Session s = Session::open(test::bundle_dir(), o);
+    const ModelBundle& b = SessionAccess::state(s).bundle;
+    const auto vision = linears_and_packed(b.vision), projector = linears_and_packed(b.projector),
+               decoder = linears_and_packed(b.decoder);
+    EXPECT_GE(vision.first, 6);  // q/k/v/out, fc1, fc2 per layer
+    EXPECT_EQ(projector.first, 2);
+    EXPECT_GT(decoder.first, 0);
+    const bool packs = mode == "auto" && packs_here();
+    EXPECT_EQ(vision.second, packs ? vision.first : 0) << mode;
+    EXPECT_EQ(projector.second, packs ? projector.first : 0) << mode;
+    EXPECT_EQ(decoder.second, 0) << mode << ": the decoder's decode steps read its plain weights";
+    EXPECT_EQ(b.onednn_packed_linears, vision.second + projector.second);
+  }
+}
+
+TEST(OnednnLinear, PackedSessionKeepsTheBf16Logits) {
+  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here";
+  Request r;
+  r.images = {test::source_dir() + "/tests/data/sample.png"};
+  r.prompt = "What is in the image?";
+  r.reduction.method = "full";  // the comparison is of the model, not of a selection
+  auto logits_with = [&](const std::string& dtype, const std::string& mode) {
+    SessionOptions o;
+    o.dtype = dtype;
+    o.cpu_matmul = mode;
+    Session s = Session::open(test::bundle_dir(), o);
+    return debug::prompt(s, r).logits;
+  };
+  const torch::Tensor exact = logits_with("float32", "auto");
+  const torch::Tensor native = logits_with("bfloat16", "native"), packed = logits_with("bfloat16", "auto");
+  ASSERT_EQ(exact.sizes(), packed.sizes());
+  const double scale = exact.abs().max().item<double>();
+  const double err_packed = (packed - exact).abs().max().item<double>() / scale;
+  const double err_native = (native - exact).abs().max().item<double>() / scale;
+  std::cout << "bf16 against float32 logits, max error / max |logit|: packed " << err_packed << ", native " << err_native << "\n";
+  // the same bf16 products with float32 sums, blocked differently: bf16 rounding of the float32
+  // model, as the unpacked run
+  EXPECT_LT(err_packed, 0.1);
+  EXPECT_LE(err_packed, err_native * 1.5 + 1e-3);
+}
+
+}  // namespace era
