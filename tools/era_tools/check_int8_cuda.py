@@ -38,9 +38,10 @@ import torch.nn.functional as F
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding era_tools
 ROOT = os.path.dirname(TOOLS)  # the checkout, where era's sources are
 # era's operator and what it calls: the CPU kernel, the CUDA kernel, and util/device.cpp (the one
-# file of era that calls LibTorch's CUDA APIs: the current stream) with the error type it throws
-OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/int8_linear_cuda.cu",
-              "src/util/device.cpp", "src/era/error.cpp"]
+# file of era that calls LibTorch's CUDA APIs: the current stream) with the error type it throws;
+# onednn_linear.cpp because cpu_gemv.cpp registers every era:: operator of the bundle format
+OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/onednn_linear.cpp",
+              "src/model/int8_linear_cuda.cu", "src/util/device.cpp", "src/era/error.cpp"]
 
 
 def parse_args(argv=None):
