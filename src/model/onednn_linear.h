@@ -34,7 +34,9 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor pack_for_onednn(const torch::Tensor& weight);
 
 // Packs the weight of every exported Linear (a module with `onednn_packed`) under `top` whose
-// weight is a 2-D bf16 CPU tensor, and sets its `onednn_packed`. Returns how many were packed.
+// weight is a 2-D bf16 CPU tensor, and sets its `onednn_packed`; an attention module with
+// `qkv_fused` first gets its q / k / v weights packed as one product held by q_proj (k_proj's
+// and v_proj's emptied). Returns how many packed products there are.
 int pack_linears_for_onednn(torch::jit::Module& top);
 
 // Keeps this object, and so the operator's registration, in every link (model/cpu_gemv.h's

@@ -21,17 +21,28 @@ namespace {
 // Where the runtime packs at all: the operators, and a CPU it packs for.
 bool packs_here() { return onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16); }
 
-// The exported Linears (modules with `onednn_packed`) under `top`, and how many hold a packed weight.
-std::pair<int, int> linears_and_packed(const torch::jit::Module& top) {
-  int linears = 0, packed = 0;
+struct Packing {
+  int linears = 0, packed = 0;     // exported Linears (modules with `onednn_packed`); those holding a packed weight
+  int attentions = 0, fused = 0;   // attention modules with `qkv_fused`; those fused
+  int emptied = 0;                 // Linears whose weight was emptied (a fused k_proj / v_proj)
+};
+
+Packing packing_of(const torch::jit::Module& top) {
+  Packing p;
   for (const torch::jit::Module m : top.modules()) {
+    if (m.hasattr("qkv_fused")) {
+      ++p.attentions;
+      p.fused += m.attr("qkv_fused").toBool();
+    }
     if (!m.hasattr("onednn_packed")) continue;
-    ++linears;
-    const bool flag = m.attr("onednn_packed").toBool(), mkldnn = m.attr("weight").toTensor().is_mkldnn();
-    EXPECT_EQ(flag, mkldnn) << "the flag and the weight disagree";
-    packed += flag;
+    ++p.linears;
+    const torch::Tensor w = m.attr("weight").toTensor();
+    const bool flag = m.attr("onednn_packed").toBool();
+    EXPECT_EQ(flag, w.is_mkldnn()) << "the flag and the weight disagree";
+    p.packed += flag;
+    p.emptied += !w.is_mkldnn() && w.numel() == 0;
   }
-  return {linears, packed};
+  return p;
 }
 
 }  // namespace
@@ -100,16 +111,42 @@ TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
     o.cpu_matmul = mode;
     Session s = Session::open(test::bundle_dir(), o);
     const ModelBundle& b = SessionAccess::state(s).bundle;
-    const auto vision = linears_and_packed(b.vision), projector = linears_and_packed(b.projector),
-               decoder = linears_and_packed(b.decoder);
-    EXPECT_GE(vision.first, 6);  // q/k/v/out, fc1, fc2 per layer
-    EXPECT_EQ(projector.first, 2);
-    EXPECT_GT(decoder.first, 0);
+    const Packing vision = packing_of(b.vision), projector = packing_of(b.projector), decoder = packing_of(b.decoder);
+    EXPECT_GE(vision.attentions, 1);
+    EXPECT_EQ(vision.linears, 6 * vision.attentions);  // q/k/v/out, fc1, fc2 per layer
+    EXPECT_EQ(projector.linears, 2);
+    EXPECT_GT(decoder.linears, 0);
     const bool packs = mode == "auto" && packs_here();
-    EXPECT_EQ(vision.second, packs ? vision.first : 0) << mode;
-    EXPECT_EQ(projector.second, packs ? projector.first : 0) << mode;
-    EXPECT_EQ(decoder.second, 0) << mode << ": the decoder's decode steps read its plain weights";
-    EXPECT_EQ(b.onednn_packed_linears, vision.second + projector.second);
+    // each layer's q/k/v become one packed product held by q_proj, k_proj's and v_proj's weights emptied
+    EXPECT_EQ(vision.fused, packs ? vision.attentions : 0) << mode;
+    EXPECT_EQ(vision.emptied, packs ? 2 * vision.attentions : 0) << mode;
+    EXPECT_EQ(vision.packed, packs ? 4 * vision.attentions : 0) << mode;
+    EXPECT_EQ(projector.packed, packs ? 2 : 0) << mode;
+    EXPECT_EQ(decoder.packed + decoder.fused + decoder.emptied, 0) << mode << ": the decoder's decode steps read its plain weights";
+    EXPECT_EQ(b.onednn_packed_linears, vision.packed + projector.packed);
+  }
+}
+
+// The fused q/k/v product is the three separate ones: the same attention outputs and saliency
+// maps as an unpacked bf16 session's tower, within bf16 rounding.
+TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
+  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here";
+  ModelBundle plain = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  ModelBundle packed = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  apply_cpu_matmul(packed, CpuMatmul::kAuto);
+  ASSERT_GT(packed.onednn_packed_linears, 0);
+  torch::manual_seed(3);
+  const int64_t side = plain.manifest.image.size;
+  const torch::Tensor px = torch::randn({1, 3, side, side});
+  c10::InferenceMode guard;
+  const auto a = plain.vision.forward({px}).toTuple()->elements(), b = packed.vision.forward({px}).toTuple()->elements();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const torch::Tensor x = a[i].toTensor().to(torch::kFloat), y = b[i].toTensor().to(torch::kFloat);
+    ASSERT_EQ(x.sizes(), y.sizes()) << "output " << i;
+    if (x.numel() == 0) continue;
+    const double scale = x.abs().max().item<double>() + 1e-6;
+    EXPECT_LT((x - y).abs().max().item<double>() / scale, 0.05) << "output " << i;
   }
 }
 
