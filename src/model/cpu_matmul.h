@@ -62,7 +62,8 @@ bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 // Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that
 // has them, and packs the vision tower's and projector's linears where
 // cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
-// had attributes set (0 for a bundle exported before either existed).
+// had attributes set (0 for a bundle exported before either existed). Packing is one way: a
+// session applies its mode once, to the bundle it just loaded.
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode);
 
 }  // namespace era
