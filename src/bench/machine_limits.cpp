@@ -62,7 +62,7 @@ class UncachedWeights {
 GemmProbe::GemmProbe(torch::ScalarType dtype)
     : x_(torch::randn({kM, kK}, torch::TensorOptions().dtype(dtype))),
       w_(torch::randn({kN, kK}, torch::TensorOptions().dtype(dtype))) {
-  if (dtype == torch::kBFloat16 && onednn_packing_available() && cpu_has_native_arithmetic(dtype)) packed_ = pack_for_onednn(w_);
+  if (dtype == torch::kBFloat16 && cpu_packs_bf16_for_onednn()) packed_ = pack_for_onednn(w_);
 }
 
 double GemmProbe::plain_gflops(double seconds) const {

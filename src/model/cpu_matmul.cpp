@@ -90,9 +90,11 @@ int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }
 
+bool cpu_packs_bf16_for_onednn() { return cpu_has_native_arithmetic(torch::kBFloat16) && onednn_packing_available(); }
+
 bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && bundle.dtype == torch::kBFloat16 && mode == CpuMatmul::kAuto &&
-         cpu_has_native_arithmetic(torch::kBFloat16) && onednn_packing_available();
+         cpu_packs_bf16_for_onednn();
 }
 
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {

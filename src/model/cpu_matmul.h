@@ -54,9 +54,14 @@ int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 // (int8_cuda_kernel_max_rows; the CPU mode does not apply there), else 0.
 int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 
-// Whether the vision tower's and projector's linears get their weights packed for oneDNN
-// (model/onednn_linear.h): a bf16 CPU bundle under kAuto on a CPU with native bf16 arithmetic and
-// a LibTorch with the operators (2.x). kNative keeps LibTorch's plain linear: the comparison.
+// Whether this CPU and LibTorch pack bf16 weights for oneDNN at all (model/onednn_linear.h): native
+// bf16 arithmetic and a LibTorch with the operators (2.x). The one statement of that condition,
+// shared by the runtime below, era_bench's GEMM probe and the tests.
+bool cpu_packs_bf16_for_onednn();
+
+// Whether the vision tower's and projector's linears get their weights packed for oneDNN: a bf16
+// CPU bundle under kAuto where cpu_packs_bf16_for_onednn. kNative keeps LibTorch's plain linear:
+// the comparison.
 bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 
 // Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that

@@ -149,7 +149,7 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
                                    "memory read", "memory copy"};
   // the product with its weight packed for oneDNN, where sessions pack (model/onednn_linear.h)
-  const bool packs = onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16);
+  const bool packs = cpu_packs_bf16_for_onednn();
   EXPECT_EQ(r.out.find("GEMM bf16-pack") != std::string::npos, packs) << r.out;
   if (packs) rows.push_back("GEMM bf16-pack");
   if (gemv_kernel_available()) {  // era's decode kernel (model/cpu_gemv.h), on bf16 and int8 weights
@@ -217,7 +217,7 @@ TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
   // the vision tower's linears are packed for oneDNN where the runtime packs (model/onednn_linear.h)
   const bool packs = j["cpu_matmul"]["onednn_packed_linears"].get<int>() > 0;
   EXPECT_EQ(era_ops_in_vision.count("era::onednn_linear") > 0, packs) << profile.dump();
-  EXPECT_EQ(packs, onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16));
+  EXPECT_EQ(packs, cpu_packs_bf16_for_onednn());
 }
 
 // --vs-machine: the GEMM rate timed before each timed request, in the dtype the big products run
@@ -248,7 +248,7 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
     const auto& vm = row_of(out, "era@16")["vs_machine"];
     EXPECT_EQ(vm["gemm_dtype"], mode == "native" ? "bfloat16" : "float32");
     // a bf16 GEMM also with its weight packed for oneDNN where sessions pack (model/onednn_linear.h)
-    const bool packs = mode == "native" && onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16);
+    const bool packs = mode == "native" && cpu_packs_bf16_for_onednn();
     EXPECT_EQ(vm["gemm_packed_too"], packs) << vm.dump();
   }
   const auto gpu = bench("--device cuda --methods era --tokens 16 --vs-machine 1");  // refused before loading

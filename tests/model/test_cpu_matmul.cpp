@@ -6,7 +6,7 @@
 
 #include <iostream>
 
-#include "era/debug.h"
+#include "bundle_session.h"
 #include "era/era.h"
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
@@ -103,20 +103,13 @@ TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
 }
 
 TEST(CpuMatmul, WidenedBfloat16SessionKeepsTheBfloat16Logits) {
-  Request r;
-  r.images = {test::source_dir() + "/tests/data/sample.png"};
-  r.prompt = "What is in the image?";
-  r.reduction.method = "full";  // a selection could differ between dtypes; the comparison is of the model
   auto logits_with = [&](const std::string& dtype, const std::string& mode) {
-    SessionOptions o;
-    o.dtype = dtype;
-    o.cpu_matmul = mode;
-    Session s = Session::open(test::bundle_dir(), o);
-    const auto& values = attribute_values(SessionAccess::state(s).bundle);
-    EXPECT_FALSE(values.empty());
-    const bool widened = dtype == "bfloat16" && mode == "float32";
-    EXPECT_EQ(values.front(), widened ? cpu_upcast_min_rows(SessionAccess::state(s).bundle, CpuMatmul::kFloat32) : 0);
-    return debug::prompt(s, r).logits;
+    return test::prompt_logits(dtype, mode, [&](Session& s) {
+      const auto& values = attribute_values(SessionAccess::state(s).bundle);
+      ASSERT_FALSE(values.empty());
+      const bool widened = dtype == "bfloat16" && mode == "float32";
+      EXPECT_EQ(values.front(), widened ? cpu_upcast_min_rows(SessionAccess::state(s).bundle, CpuMatmul::kFloat32) : 0);
+    });
   };
   const torch::Tensor exact = logits_with("float32", "auto");
   const torch::Tensor native = logits_with("bfloat16", "native"), widened = logits_with("bfloat16", "float32");

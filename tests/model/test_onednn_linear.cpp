@@ -6,7 +6,7 @@
 
 #include <iostream>
 
-#include "era/debug.h"
+#include "bundle_session.h"
 #include "era/era.h"
 #include "model/bundle.h"
 #include "model/cpu_matmul.h"
@@ -17,9 +17,6 @@
 
 namespace era {
 namespace {
-
-// Where the runtime packs at all: the operators, and a CPU it packs for.
-bool packs_here() { return onednn_packing_available() && cpu_has_native_arithmetic(torch::kBFloat16); }
 
 struct Packing {
   int linears = 0, packed = 0;     // exported Linears (modules with `onednn_packed`); those holding a packed weight
@@ -60,7 +57,7 @@ TEST(OnednnLinear, PlainWeightIsLibTorchsLinear) {
 }
 
 TEST(OnednnLinear, PackedProductIsTheLinearWithinBf16Rounding) {
-  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here (no oneDNN operators or no bf16 arithmetic)";
+  if (!cpu_packs_bf16_for_onednn()) GTEST_SKIP() << "the runtime packs nothing here (no oneDNN operators or no bf16 arithmetic)";
   torch::manual_seed(2);
   const int64_t K = 1024, N = 320;
   const auto w = (torch::randn({N, K}) * 0.03).to(torch::kBFloat16), b = torch::randn({N}).to(torch::kBFloat16);
@@ -98,7 +95,7 @@ TEST(OnednnLinear, RefusesWhatItCannotPack) {
 TEST(OnednnLinear, PolicyPacksBf16AutoSessionsOnCpusWithBf16Arithmetic) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
-  EXPECT_EQ(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kAuto), packs_here());
+  EXPECT_EQ(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kAuto), cpu_packs_bf16_for_onednn());
   EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kNative));   // LibTorch's kernels as they are
   EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kFloat32));  // widened: float32 BLAS
   EXPECT_FALSE(cpu_packs_linears_for_onednn(f32, CpuMatmul::kAuto));
@@ -116,7 +113,7 @@ TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
     EXPECT_EQ(vision.linears, 6 * vision.attentions);  // q/k/v/out, fc1, fc2 per layer
     EXPECT_EQ(projector.linears, 2);
     EXPECT_GT(decoder.linears, 0);
-    const bool packs = mode == "auto" && packs_here();
+    const bool packs = mode == "auto" && cpu_packs_bf16_for_onednn();
     // each layer's q/k/v become one packed product held by q_proj, k_proj's and v_proj's weights emptied
     EXPECT_EQ(vision.fused, packs ? vision.attentions : 0) << mode;
     EXPECT_EQ(vision.emptied, packs ? 2 * vision.attentions : 0) << mode;
@@ -130,7 +127,7 @@ TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
 // The fused q/k/v product is the three separate ones: the same attention outputs and saliency
 // maps as an unpacked bf16 session's tower, within bf16 rounding.
 TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
-  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here";
+  if (!cpu_packs_bf16_for_onednn()) GTEST_SKIP() << "the runtime packs nothing here";
   ModelBundle plain = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ModelBundle packed = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   apply_cpu_matmul(packed, CpuMatmul::kAuto);
@@ -151,20 +148,9 @@ TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
 }
 
 TEST(OnednnLinear, PackedSessionKeepsTheBf16Logits) {
-  if (!packs_here()) GTEST_SKIP() << "the runtime packs nothing here";
-  Request r;
-  r.images = {test::source_dir() + "/tests/data/sample.png"};
-  r.prompt = "What is in the image?";
-  r.reduction.method = "full";  // the comparison is of the model, not of a selection
-  auto logits_with = [&](const std::string& dtype, const std::string& mode) {
-    SessionOptions o;
-    o.dtype = dtype;
-    o.cpu_matmul = mode;
-    Session s = Session::open(test::bundle_dir(), o);
-    return debug::prompt(s, r).logits;
-  };
-  const torch::Tensor exact = logits_with("float32", "auto");
-  const torch::Tensor native = logits_with("bfloat16", "native"), packed = logits_with("bfloat16", "auto");
+  if (!cpu_packs_bf16_for_onednn()) GTEST_SKIP() << "the runtime packs nothing here";
+  const torch::Tensor exact = test::prompt_logits("float32", "auto");
+  const torch::Tensor native = test::prompt_logits("bfloat16", "native"), packed = test::prompt_logits("bfloat16", "auto");
   ASSERT_EQ(exact.sizes(), packed.sizes());
   const double scale = exact.abs().max().item<double>();
   const double err_packed = (packed - exact).abs().max().item<double>() / scale;
