@@ -57,6 +57,10 @@ torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weig
 }
 
 #if defined(ERA_WITH_CUDA_KERNELS)
+CudaFloat cuda_float(torch::ScalarType dtype) {
+  return dtype == torch::kFloat ? CudaFloat::kFloat32 : dtype == torch::kHalf ? CudaFloat::kFloat16 : CudaFloat::kBfloat16;
+}
+
 // era's CUDA kernel (model/int8_linear_cuda.h) where it applies: x, the weight and the scales on
 // one GPU, at most kInt8CudaMaxRows rows, K a multiple of 16 and 16-byte aligned rows. Returns an
 // undefined tensor otherwise (the caller's GEMM path takes the call).
@@ -76,13 +80,38 @@ torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch:
   if (bias && bias->defined()) b = bias->to(weight.device(), torch::kFloat).contiguous();
   const c10::DeviceGuard guard(x.device());
   torch::Tensor y = torch::empty({M, N}, xc.options());
-  const CudaFloat type =
-      dtype == torch::kFloat ? CudaFloat::kFloat32 : dtype == torch::kHalf ? CudaFloat::kFloat16 : CudaFloat::kBfloat16;
   const int status = launch_int8_gemv_cuda(xc.data_ptr(), wc.data_ptr<int8_t>(), s.data_ptr<float>(),
-                                           b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr(), M, N, K, type,
+                                           b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr(), M, N, K, cuda_float(dtype),
                                            device::current_cuda_stream(x.device()));
   TORCH_CHECK(status == 0, "era::int8_linear: the CUDA kernel failed to launch (cudaError ", status, ")");
   return y;
+}
+
+// A larger call on a GPU: the weight dequantised (scales applied, model/int8_linear_cuda.h) into a
+// buffer of the GEMM's dtype, then one cuBLAS product with the bias: two launches, the GEMM's
+// output final. The buffer is the whole weight (a 7B MLP weight in bf16: 90 MB, reused by the
+// caching allocator): dequantising 8, 16 or 32 MB of rows at a time into one buffer that stays in
+// the H100's 50 MB L2 was measured slower at 160 and 600 rows (README: the narrower GEMMs cost more
+// than the saved memory traffic). Returns an undefined tensor where the kernel does not apply (the
+// caller's generic path takes the call).
+torch::Tensor cuda_dequantized_gemm(const torch::Tensor& x2, const torch::Tensor& weight, const torch::Tensor& scales,
+                                    const c10::optional<torch::Tensor>& bias, torch::ScalarType dtype) {
+  const int64_t M = x2.size(0), N = weight.size(0), K = weight.size(1);
+  const bool typed = dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16;
+  if (!x2.is_cuda() || !weight.is_cuda() || !scales.is_cuda() || x2.device() != weight.device() ||
+      scales.device() != weight.device() || !typed || K % 16 != 0 || K == 0 || N < 1 || M < 1)
+    return {};
+  const torch::Tensor wc = weight.contiguous();
+  if (reinterpret_cast<uintptr_t>(wc.data_ptr()) % 16 != 0) return {};
+  const c10::DeviceGuard guard(x2.device());
+  const torch::Tensor s = scales.to(torch::kFloat).contiguous(), x = x2.to(dtype);
+  // the caching allocator's blocks start 512-byte aligned: the kernel's 16-byte stores line up
+  torch::Tensor dequantized = torch::empty({N, K}, x.options());
+  const int status = launch_int8_dequantize_cuda(wc.data_ptr<int8_t>(), s.data_ptr<float>(), dequantized.data_ptr(), N,
+                                                 K, cuda_float(dtype), device::current_cuda_stream(x.device()));
+  TORCH_CHECK(status == 0, "era::int8_linear: the CUDA dequantisation failed to launch (cudaError ", status, ")");
+  if (bias && bias->defined()) return torch::addmm(bias->to(x.device(), dtype), x, dequantized.t());
+  return torch::mm(x, dequantized.t());
 }
 #endif
 
@@ -102,11 +131,18 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
     if (torch::Tensor direct = cuda_kernel_linear(x, M, weight, scales, bias); direct.defined()) return direct.view(shape);
   }
 #endif
+  const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
+#if defined(ERA_WITH_CUDA_KERNELS)
+  if (M > 0) {
+    const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
+    torch::Tensor direct = cuda_dequantized_gemm(x.reshape({M, K}), weight, scales, bias, dtype);
+    if (direct.defined()) return direct.to(x.scalar_type()).view(shape);
+  }
+#endif
   torch::Tensor y;  // float32 [M, N]: the unscaled sums
   if (M >= 1 && M <= gemv_max_rows && K > 0 && x.is_cpu() && weight.is_cpu() && gemv_kernel_available()) {
     y = gemv_products(x, weight);
   } else {
-    const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
     const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
     y = sliced_products(x.reshape({M, K}).to(dtype), weight, dtype);
   }

@@ -12,11 +12,14 @@
 //  - a call of at most `gemv_max_rows` rows (a decode step, memory-bound) runs era's CPU kernel
 //    (model/cpu_gemv.h), which converts 8 weights at a time to float32 in registers: half the
 //    bytes of a bf16 weight per token;
-//  - a larger call (prefill, the vision tower: compute-bound) converts the weight a slice of rows
-//    at a time to the matmul dtype and runs LibTorch's GEMM on it. int8 values are exact in bf16,
-//    fp16 and float32, so the GEMM sees the stored weights unrounded; the scales are applied to its
-//    float32 output. The same path serves any device (a GPU: a weight-only int8 path that halves
-//    the weights' memory, at a conversion per call).
+//  - a larger call (prefill, the vision tower: compute-bound) on the CPU converts the weight a
+//    slice of rows at a time to the matmul dtype and runs LibTorch's GEMM on it. int8 values are
+//    exact in bf16, fp16 and float32, so the GEMM sees the stored weights unrounded; the scales are
+//    applied to its float32 output;
+//  - on a GPU (era built against a CUDA LibTorch) a call of up to kInt8CudaMaxRows rows runs era's
+//    CUDA kernel, and a larger one dequantises the weight (scales applied, rounded once to the
+//    GEMM's dtype) with era's CUDA kernel and runs cuBLAS on it (model/int8_linear_cuda.h);
+//  - anything else (another device, K not a multiple of 16) takes the CPU's GEMM path's formula.
 //
 // The exported Int8Linear calls it through the TorchScript operator
 //   era::int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, int gemv_max_rows,

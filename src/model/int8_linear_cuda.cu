@@ -152,7 +152,53 @@ cudaError_t launch_typed(const void* x, const int8_t* w, const float* scales, co
   return cudaGetLastError();
 }
 
+// Thread t of the grid dequantises the t-th 16-weight chunk of w (row t / (K / 16)): one 16-byte
+// load, 16 products with the row's scale, 16 * sizeof(T) bytes stored as 16-byte vectors.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    int8_dequantize_kernel(const int8_t* __restrict__ w, const float* __restrict__ scales, T* __restrict__ out,
+                           int64_t chunks, int64_t chunks_per_row) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= chunks) return;
+  const int4 packed = __ldg(reinterpret_cast<const int4*>(w) + c);
+  const float scale = __ldg(scales + c / chunks_per_row);
+  float v[kWeightsPerLoad];
+  int8x16_to_float(packed, v);
+  constexpr int kPerStore = 16 / sizeof(T);  // elements per 16-byte store
+  int4* dst = reinterpret_cast<int4*>(out + c * kWeightsPerLoad);
+#pragma unroll
+  for (int s = 0; s < kWeightsPerLoad / kPerStore; ++s) {
+    alignas(16) T elems[kPerStore];
+#pragma unroll
+    for (int j = 0; j < kPerStore; ++j) store(&elems[j], v[s * kPerStore + j] * scale);
+    dst[s] = *reinterpret_cast<const int4*>(elems);
+  }
+}
+
+template <typename T>
+cudaError_t dequantize_typed(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K,
+                             cudaStream_t stream) {
+  const int64_t chunks_per_row = K / kWeightsPerLoad, chunks = N * chunks_per_row;
+  if (chunks == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  const dim3 grid(static_cast<unsigned>((chunks + kThreads - 1) / kThreads)), block(kThreads);
+  int8_dequantize_kernel<T><<<grid, block, 0, stream>>>(w, scales, static_cast<T*>(out), chunks, chunks_per_row);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+int launch_int8_dequantize_cuda(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K, CudaFloat dtype,
+                                void* stream) {
+  if (N < 0 || K % kWeightsPerLoad != 0) return cudaErrorInvalidValue;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case CudaFloat::kFloat32: return dequantize_typed<float>(w, scales, out, N, K, s);
+    case CudaFloat::kFloat16: return dequantize_typed<__half>(w, scales, out, N, K, s);
+    case CudaFloat::kBfloat16: return dequantize_typed<__nv_bfloat16>(w, scales, out, N, K, s);
+  }
+  return cudaErrorInvalidValue;
+}
 
 int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M,
                           int64_t N, int64_t K, CudaFloat dtype, void* stream) {

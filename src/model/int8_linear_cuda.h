@@ -1,6 +1,7 @@
 #pragma once
-// Internal header. era's CUDA kernel for weight-only int8 linears over a few rows: the decode
-// step of an int8 bundle on a GPU (model/int8_linear.h). Compiled by nvcc into era_core only where
+// Internal header. era's CUDA kernels for weight-only int8 linears (model/int8_linear.h): the
+// product over a few rows (the decode step of an int8 bundle on a GPU), and the weight's
+// dequantisation for a larger call (prefill), whose product cuBLAS then runs. Compiled by nvcc into era_core only where
 // the LibTorch found has CUDA (CMakeLists.txt); the .cu file includes no LibTorch header, so this
 // interface takes raw pointers and the caller (int8_linear.cpp) checks shapes, dtypes, contiguity
 // and alignment.
@@ -33,5 +34,16 @@ enum class CudaFloat { kFloat32, kFloat16, kBfloat16 };
 // Launched on `stream` (a cudaStream_t); returns the launch's cudaError_t as an int (0: success).
 int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y,
                           int64_t M, int64_t N, int64_t K, CudaFloat dtype, void* stream);
+
+// out[n, k] = w[n, k] * scales[n], rounded once to `dtype`, for n < N: the weight of a call with
+// more rows than the kernel above takes, handed to cuBLAS. Why scaled here rather than after the
+// GEMM: the scales then cost no pass over the output, the GEMM's output is final (one rounding, the
+// bias added by the GEMM itself), and an fp16 GEMM never sums the raw int8 values (up to 127x the
+// real weights: fp16 overflows where the real product does not). Why a kernel: LibTorch's int8 to
+// bf16 cast moved 0.7-1 TB/s on an H100 (README); this one reads 16 int8 weights per thread with
+// one 16-byte load and writes them with 16-byte stores. w int8 [N, K] and out [N, K] contiguous, K
+// a multiple of 16, both 16-byte aligned; scales float32 [N]. Returns the launch's cudaError_t.
+int launch_int8_dequantize_cuda(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K, CudaFloat dtype,
+                                void* stream);
 
 }  // namespace era
