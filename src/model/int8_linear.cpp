@@ -40,9 +40,9 @@ void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const 
               bias->sizes(), " does not match weight ", weight.sizes());
 }
 
-// The GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time (on the
-// CPU; a GPU converts the whole weight at once: its caching allocator reuses the buffer, and each
-// slice would cost launches).
+// The generic GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time
+// on the CPU; elsewhere (a GPU call era's CUDA kernels do not take: K not a multiple of 16) the
+// whole weight at once, as slices would cost launches.
 torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weight, torch::ScalarType dtype) {
   const int64_t N = weight.size(0), K = weight.size(1);
   const int64_t row_bytes = std::max<int64_t>(K, 1) * static_cast<int64_t>(c10::elementSize(dtype));
