@@ -75,9 +75,10 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
       ->check(CLI::Range(0, kMaxThreads))
       ->capture_default_str();
   app.add_option("--cpu-matmul", f.cpu_matmul,
-                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 and "
-                 "decode steps on era's AVX2 kernel where the CPU has no bf16/fp16 arithmetic; 'float32' = always; "
-                 "'native' = never")
+                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 "
+                 "where the CPU has no AMX-BF16/AMX-FP16 (with it: the vision tower's bf16 weights packed for "
+                 "oneDNN), decode steps on era's AVX2 kernel; 'float32' = always widen; 'native' = LibTorch's "
+                 "kernels as they are")
       ->check(CLI::IsMember({"auto", "float32", "native"}))
       ->capture_default_str();
   app.add_option("--jit-optimize", f.jit_optimize,

@@ -60,7 +60,11 @@ std::string cpu_matmul_name(CpuMatmul mode) {
 bool cpu_has_flag(const std::string& flag) { return cpu_flags().count(flag) > 0; }
 
 bool cpu_has_native_arithmetic(torch::ScalarType dtype) {
-  if (dtype == torch::kBFloat16) return cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
+  // AVX512-BF16 alone is not enough: on a Sapphire Rapids VM whose hypervisor hides AMX
+  // (avx512_bf16, no amx_bf16) LibTorch 2.11's bf16 GEMM ran at 153 GFLOP/s (its weight packed for
+  // oneDNN: 152) against 240 in float32 and 181 widened per call (era_bench --machine), and the
+  // 7B-width vision tower took 3.0 s in bf16 against 1.8-2.2 s widened (README, "CPU speed").
+  if (dtype == torch::kBFloat16) return cpu_has_flag("amx_bf16");
   // AVX512-FP16 alone is not enough: on a Sapphire Rapids VM (avx512_fp16, no amx_fp16)
   // LibTorch 2.11's fp16 GEMM ran at 82 GFLOP/s against 168 in float32 and its fp16 GEMV at 5 GB/s,
   // and LibTorch 1.13 has no CPU fp16 matmul at all. Only AMX-FP16 is taken as native.
