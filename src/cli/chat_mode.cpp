@@ -1,5 +1,6 @@
 #include "cli/chat_mode.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -17,43 +18,70 @@ namespace era::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+// The write end of a pipe the handler writes a byte to, so that the prompt's poll wakes up
+// whichever thread the kernel ran the handler on (-1: none).
+volatile sig_atomic_t g_wake_fd = -1;
 
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  const int fd = g_wake_fd;
+  if (fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = write(fd, &byte, 1);  // a full pipe is already awake
+  }
+}
 
 // SIGINT sets a flag instead of killing the process: the answer being generated stops at the next
 // token. Installed without SA_RESTART, so a read waiting at the prompt returns and the session
 // ends as at end of input.
 struct SigintGuard {
   struct sigaction previous {};
+  int wake[2] = {-1, -1};
   SigintGuard() {
+    if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) == 0) g_wake_fd = wake[1];  // else: flag and EINTR alone
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;
     sigaction(SIGINT, &sa, &previous);
   }
-  ~SigintGuard() { sigaction(SIGINT, &previous, nullptr); }
+  ~SigintGuard() {
+    sigaction(SIGINT, &previous, nullptr);
+    g_wake_fd = -1;
+    for (const int fd : wake) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  int wake_read_fd() const { return wake[0]; }
 };
 
-// At the prompt: waits until the terminal has a line or Ctrl-C comes (false). A Ctrl-C landing
-// just before a blocking read would not interrupt it (the read would wait for ever), so SIGINT is
-// held blocked and only let through inside ppoll, which returns EINTR atomically.
-bool wait_for_line_or_ctrl_c(int fd) {
-  sigset_t sigint, unblocked;
-  sigemptyset(&sigint);
-  sigaddset(&sigint, SIGINT);
-  sigprocmask(SIG_BLOCK, &sigint, &unblocked);
-  bool interrupted = g_interrupted.load();
-  while (!interrupted) {
-    struct pollfd p {};
-    p.fd = fd;
-    p.events = POLLIN;
-    const int r = ppoll(&p, 1, nullptr, &unblocked);
-    if (r >= 0 || errno != EINTR) break;  // input, end of input or an error: the read says which
-    interrupted = g_interrupted.load();
+// After an answer: the Ctrl-C that stopped it is spent. The flag is cleared before the pipe is
+// drained, so a Ctrl-C landing in between still leaves the flag set for the prompt.
+void clear_interrupt(int wake_read_fd) {
+  g_interrupted.store(false);
+  char sink[64];
+  while (wake_read_fd >= 0 && read(wake_read_fd, sink, sizeof sink) > 0) {
   }
-  sigprocmask(SIG_SETMASK, &unblocked, nullptr);
-  return !interrupted;
+}
+
+// At the prompt: waits until the terminal has a line (true) or Ctrl-C comes (false). The signal
+// goes to any thread of the process that does not block it, LibTorch's workers included, and a
+// handler run on a worker interrupts no system call of this thread: so the handler also writes to
+// a pipe that this poll watches beside the terminal (a blocked-signal ppoll alone waited for ever
+// when a worker took the signal: era_infer chat tests, under load).
+bool wait_for_line_or_ctrl_c(int fd, int wake_read_fd) {
+  while (!g_interrupted.load()) {
+    struct pollfd p[2] {};
+    p[0].fd = fd;
+    p[0].events = POLLIN;
+    p[1].fd = wake_read_fd;  // a negative fd is ignored by poll
+    p[1].events = POLLIN;
+    const int r = poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;        // the flag says whether it was Ctrl-C
+    if (r > 0 && (p[1].revents & POLLIN)) break;  // Ctrl-C handled on another thread
+    if (r != 0) return true;                      // input, end of input or an error: the read says which
+  }
+  return false;
 }
 
 std::string trim(const std::string& s) {
@@ -76,9 +104,9 @@ const char* kHelp =
 
 class Chat {
  public:
-  Chat(Session& session, const ChatOptions& options, std::ostream& out)
+  Chat(Session& session, const ChatOptions& options, std::ostream& out, int wake_read_fd)
       : session_(session), options_(options), base_(options.base), stats_(options.stats), out_(out),
-        pending_(options.images) {}
+        pending_(options.images), wake_read_fd_(wake_read_fd) {}
 
   // false: leave the session.
   bool handle(const std::string& raw) {
@@ -184,6 +212,7 @@ class Chat {
     };
     try {
       const Result result = session_.generate(r);
+      clear_interrupt(wake_read_fd_);  // a Ctrl-C from here on is one at the prompt: it leaves
       out_ << "\n";
       if (result.finish_reason == "cancelled") {
         out_ << "(stopped; this turn is not kept)\n";
@@ -194,11 +223,11 @@ class Chat {
       }
       if (stats_ && options_.print_stats) options_.print_stats(session_.info(), result);
     } catch (const Error& e) {
+      clear_interrupt(wake_read_fd_);
       out_ << "\nerror: " << e.what() << "\n";
       if (!pending_.empty()) out_ << "(the images attached to this message were dropped)\n";
       pending_.clear();
     }
-    g_interrupted.store(false);
   }
 
   static size_t count_images(const std::string& text) {
@@ -215,13 +244,14 @@ class Chat {
   std::vector<Turn> history_;
   std::vector<std::string> history_images_;  // the images of the turns in history_, in order
   std::vector<std::string> pending_;         // attached to the next message
+  int wake_read_fd_;                         // SigintGuard's pipe, drained after each answer
 };
 
 }  // namespace
 
 int run_chat(Session& session, const ChatOptions& options, std::istream& in, std::ostream& out) {
   SigintGuard sigint;
-  Chat chat(session, options, out);
+  Chat chat(session, options, out, sigint.wake_read_fd());
   if (options.interactive) {
     const ModelInfo info = session.info();
     out << "era_infer chat: " << info.name << " (" << info.arch << ", " << info.device << "), method "
@@ -233,7 +263,7 @@ int run_chat(Session& session, const ChatOptions& options, std::istream& in, std
     if (options.interactive) out << "> " << std::flush;
     // A terminal in canonical mode hands over one line per read, so nothing waits in a buffer
     // while ppoll waits on the descriptor.
-    if (options.interactive && &in == &std::cin && !wait_for_line_or_ctrl_c(STDIN_FILENO)) break;
+    if (options.interactive && &in == &std::cin && !wait_for_line_or_ctrl_c(STDIN_FILENO, sigint.wake_read_fd())) break;
     if (!std::getline(in, line)) break;  // end of input, or Ctrl-C at the prompt (read interrupted)
     if (!chat.handle(line)) break;
   }

@@ -5,11 +5,14 @@
 
 #include <poll.h>
 #include <pty.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -40,6 +43,7 @@ class PtyProcess {
     if (master_ >= 0) close(master_);
   }
   bool started() const { return pid_ > 0 && master_ >= 0; }
+  pid_t pid() const { return pid_; }
 
   void send(const std::string& text) { ASSERT_EQ(write(master_, text.data(), text.size()), static_cast<ssize_t>(text.size())); }
 
@@ -168,6 +172,43 @@ TEST(EraInferChat, CtrlCStopsTheAnswerThenLeavesAtThePrompt) {
   p.send("\x03");  // Ctrl-C: the terminal sends SIGINT
   EXPECT_NE(p.read_until("> ").find("(stopped; this turn is not kept)"), std::string::npos);
   p.send("\x03");
+  EXPECT_EQ(p.wait_exit(), 0);
+}
+
+// Whether thread `tid` of process `pid` has SIGINT blocked (/proc: the SigBlk mask, hexadecimal).
+bool blocks_sigint(pid_t pid, pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
+  }
+  return true;  // gone, or unreadable: not a candidate
+}
+
+// Ctrl-C at the prompt leaves whichever thread the kernel runs the handler on. A process-directed
+// SIGINT goes to any thread that does not block it, LibTorch's workers included, and a handler
+// run on a worker interrupts nothing the waiting thread does; here the signal is sent to such a
+// worker directly, as the kernel may choose (the waiting thread used to sleep on for ever).
+TEST(EraInferChat, CtrlCAtThePromptLeavesWhicheverThreadTakesIt) {
+  PtyProcess p({test::era_infer_path(), "-m", test::bundle_dir(), "-n", "4", "--threads", "2", "--stats"});
+  ASSERT_TRUE(p.started());
+  p.read_until("> ");
+  p.send("Hello?\n");  // one answer: LibTorch starts its worker threads
+  p.read_until(kStatsEnd);
+  p.read_until("> ");
+  pid_t worker = -1;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(p.pid()) + "/task")) {
+    const pid_t tid = static_cast<pid_t>(std::stol(entry.path().filename().string()));
+    if (tid != p.pid() && !blocks_sigint(p.pid(), tid)) {
+      worker = tid;
+      break;
+    }
+  }
+  if (worker < 0) {
+    p.send("\x04");
+    p.wait_exit();
+    GTEST_SKIP() << "era_infer has no second thread taking SIGINT here";
+  }
+  ASSERT_EQ(syscall(SYS_tgkill, p.pid(), worker, SIGINT), 0);
   EXPECT_EQ(p.wait_exit(), 0);
 }
 
