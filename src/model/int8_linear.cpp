@@ -57,8 +57,23 @@ torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weig
 }
 
 #if defined(ERA_WITH_CUDA_KERNELS)
-CudaFloat cuda_float(torch::ScalarType dtype) {
-  return dtype == torch::kFloat ? CudaFloat::kFloat32 : dtype == torch::kHalf ? CudaFloat::kFloat16 : CudaFloat::kBfloat16;
+// The kernels' element type for `dtype`, or none (no kernel for it).
+c10::optional<CudaFloat> cuda_float(torch::ScalarType dtype) {
+  if (dtype == torch::kFloat) return CudaFloat::kFloat32;
+  if (dtype == torch::kHalf) return CudaFloat::kFloat16;
+  if (dtype == torch::kBFloat16) return CudaFloat::kBfloat16;
+  return c10::nullopt;
+}
+
+bool aligned16(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// What both CUDA kernels need: x, the weight and the scales on one GPU, a computing dtype they
+// have, and weight rows of a whole number of 16-byte loads.
+bool cuda_kernels_apply(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
+                        torch::ScalarType dtype) {
+  return x.is_cuda() && weight.is_cuda() && scales.is_cuda() && x.device() == weight.device() &&
+         scales.device() == weight.device() && cuda_float(dtype).has_value() && weight.size(0) >= 1 &&
+         weight.size(1) % 16 == 0;
 }
 
 // era's CUDA kernel (model/int8_linear_cuda.h) where it applies: x, the weight and the scales on
@@ -68,20 +83,16 @@ torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch:
                                  const torch::Tensor& scales, const c10::optional<torch::Tensor>& bias) {
   const int64_t N = weight.size(0), K = weight.size(1);
   const torch::ScalarType dtype = x.scalar_type();
-  const bool typed = dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16;
-  if (!x.is_cuda() || !weight.is_cuda() || !scales.is_cuda() || x.device() != weight.device() || !typed || M < 1 ||
-      M > kInt8CudaMaxRows || K % 16 != 0 || N < 1)
-    return {};
+  if (M < 1 || M > kInt8CudaMaxRows || !cuda_kernels_apply(x, weight, scales, dtype)) return {};
   const torch::Tensor xc = x.reshape({M, K}).contiguous(), wc = weight.contiguous();
-  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
-  if (!aligned(xc) || !aligned(wc)) return {};
+  if (!aligned16(xc) || !aligned16(wc)) return {};
   const torch::Tensor s = scales.to(torch::kFloat).contiguous();
   torch::Tensor b;
   if (bias && bias->defined()) b = bias->to(weight.device(), torch::kFloat).contiguous();
   const c10::DeviceGuard guard(x.device());
   torch::Tensor y = torch::empty({M, N}, xc.options());
   const int status = launch_int8_gemv_cuda(xc.data_ptr(), wc.data_ptr<int8_t>(), s.data_ptr<float>(),
-                                           b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr(), M, N, K, cuda_float(dtype),
+                                           b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr(), M, N, K, *cuda_float(dtype),
                                            device::current_cuda_stream(x.device()));
   TORCH_CHECK(status == 0, "era::int8_linear: the CUDA kernel failed to launch (cudaError ", status, ")");
   return y;
@@ -97,18 +108,15 @@ torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch:
 torch::Tensor cuda_dequantized_gemm(const torch::Tensor& x2, const torch::Tensor& weight, const torch::Tensor& scales,
                                     const c10::optional<torch::Tensor>& bias, torch::ScalarType dtype) {
   const int64_t M = x2.size(0), N = weight.size(0), K = weight.size(1);
-  const bool typed = dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16;
-  if (!x2.is_cuda() || !weight.is_cuda() || !scales.is_cuda() || x2.device() != weight.device() ||
-      scales.device() != weight.device() || !typed || K % 16 != 0 || K == 0 || N < 1 || M < 1)
-    return {};
+  if (M < 1 || K == 0 || !cuda_kernels_apply(x2, weight, scales, dtype)) return {};
   const torch::Tensor wc = weight.contiguous();
-  if (reinterpret_cast<uintptr_t>(wc.data_ptr()) % 16 != 0) return {};
+  if (!aligned16(wc)) return {};
   const c10::DeviceGuard guard(x2.device());
   const torch::Tensor s = scales.to(torch::kFloat).contiguous(), x = x2.to(dtype);
   // the caching allocator's blocks start 512-byte aligned: the kernel's 16-byte stores line up
   torch::Tensor dequantized = torch::empty({N, K}, x.options());
   const int status = launch_int8_dequantize_cuda(wc.data_ptr<int8_t>(), s.data_ptr<float>(), dequantized.data_ptr(), N,
-                                                 K, cuda_float(dtype), device::current_cuda_stream(x.device()));
+                                                 K, *cuda_float(dtype), device::current_cuda_stream(x.device()));
   TORCH_CHECK(status == 0, "era::int8_linear: the CUDA dequantisation failed to launch (cudaError ", status, ")");
   if (bias && bias->defined()) return torch::addmm(bias->to(x.device(), dtype), x, dequantized.t());
   return torch::mm(x, dequantized.t());
@@ -125,14 +133,13 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = N;
+  const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
 #if defined(ERA_WITH_CUDA_KERNELS)
-  // On a GPU the kernel applies scales and bias itself: one launch for the whole call.
+  // On a GPU: a few rows take the kernel that applies scales and bias itself (one launch), more
+  // the dequantised weight's cuBLAS product.
   if (M <= gemv_max_rows) {
     if (torch::Tensor direct = cuda_kernel_linear(x, M, weight, scales, bias); direct.defined()) return direct.view(shape);
   }
-#endif
-  const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
-#if defined(ERA_WITH_CUDA_KERNELS)
   if (M > 0) {
     const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
     torch::Tensor direct = cuda_dequantized_gemm(x.reshape({M, K}), weight, scales, bias, dtype);
