@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/cpu_widened_linear.h"
 #include "model/int8_linear.h"
 #include "model/onednn_linear.h"
 
@@ -220,6 +221,7 @@ int parallel_for_threads() {
 void register_era_operators() {
   register_int8_linear_operator();
   register_onednn_linear_operator();
+  register_widened_linear_operator();
 }
 
 // The bundle format's operators (the schema is fixed: bundles carry calls to it).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/cpu_gemv.h"
+#include "model/cpu_widened_linear.h"
 
 // CMake defines ERA_WITH_CUDA_KERNELS where era_core has its CUDA kernels (a CUDA LibTorch).
 #if defined(ERA_WITH_CUDA_KERNELS)
@@ -19,15 +20,6 @@ namespace era {
 
 namespace {
 
-// Bytes of converted weight per GEMM call: 8M bf16 / 4M float32 elements (at K = 4096, 2048 /
-// 1024 output rows). Measured on the README's AMX VM (Debian's 1.13, oneDNN bf16 GEMM, the 7B-width
-// prefill of 222 tokens, three alternating runs each): 2M-element slices 2.6-3.5 s, 8M 1.2-1.8 s,
-// 16M 1.4-2.1 s, the whole weight at once 3.1-3.3 s. Many small GEMMs cost oneDNN its setup per
-// call; one 90 MB (bf16) buffer per call is past glibc's mmap threshold (at most 32 MB), so each
-// call maps fresh pages and faults on every one of them. 16 MB stays under it and is reused from
-// the heap.
-constexpr int64_t kSliceBytes = int64_t{16} << 20;
-
 void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
                      const c10::optional<torch::Tensor>& bias) {
   TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kChar, "era::int8_linear: weight must be int8 [N, K], got ",
@@ -40,20 +32,13 @@ void check_arguments(const torch::Tensor& x, const torch::Tensor& weight, const 
               bias->sizes(), " does not match weight ", weight.sizes());
 }
 
-// The generic GEMM path: x2 [M, K] in the matmul dtype against the weight, `step` rows at a time
-// on the CPU; elsewhere (a GPU call era's CUDA kernels do not take: K not a multiple of 16) the
-// whole weight at once, as slices would cost launches.
-torch::Tensor sliced_products(const torch::Tensor& x2, const torch::Tensor& weight, torch::ScalarType dtype) {
-  const int64_t N = weight.size(0), K = weight.size(1);
-  const int64_t row_bytes = std::max<int64_t>(K, 1) * static_cast<int64_t>(c10::elementSize(dtype));
-  const int64_t step = weight.is_cpu() ? std::max<int64_t>(1, kSliceBytes / row_bytes) : N;
-  if (N <= step) return torch::matmul(x2, weight.to(dtype).t()).to(torch::kFloat);
-  torch::Tensor y = torch::empty({x2.size(0), N}, x2.options().dtype(torch::kFloat));
-  for (int64_t n0 = 0; n0 < N; n0 += step) {
-    const int64_t n = std::min(step, N - n0);
-    y.narrow(1, n0, n).copy_(torch::matmul(x2, weight.narrow(0, n0, n).to(dtype).t()));
-  }
-  return y;
+// The generic GEMM path: x2 [M, K] in the matmul dtype against the weight, converted a slice at
+// a time into a kept buffer on the CPU (model/cpu_widened_linear.h); elsewhere (a GPU call era's
+// CUDA kernels do not take: K not a multiple of 16) the whole weight at once, as slices would
+// cost launches.
+torch::Tensor generic_products(const torch::Tensor& x2, const torch::Tensor& weight) {
+  if (weight.is_cpu() && x2.is_cpu()) return sliced_products(x2, weight).to(torch::kFloat);
+  return torch::matmul(x2, weight.to(x2.scalar_type()).t()).to(torch::kFloat);
 }
 
 #if defined(ERA_WITH_CUDA_KERNELS)
@@ -151,7 +136,7 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
     y = gemv_products(x, weight);
   } else {
     const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
-    y = sliced_products(x.reshape({M, K}).to(dtype), weight, dtype);
+    y = generic_products(x.reshape({M, K}).to(dtype).contiguous(), weight);
   }
   y.mul_(scales.to(torch::kFloat));
   if (bias && bias->defined()) y.add_(bias->to(torch::kFloat));

@@ -11,18 +11,13 @@
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
+#include "model/linear_test_util.h"
 #include "test_support.h"
 
 namespace era {
 namespace {
 
-// |got - want| within float32 summation-order error plus one rounding to `dtype`.
-void expect_close(const torch::Tensor& got, const torch::Tensor& want_f32, const std::string& what) {
-  const double ulp = got.scalar_type() == torch::kBFloat16 ? 1.0 / 128 : got.scalar_type() == torch::kHalf ? 1.0 / 1024 : 1e-6;
-  const torch::Tensor diff = (got.to(torch::kFloat) - want_f32).abs();
-  const torch::Tensor bound = want_f32.abs() * ulp + 1e-3;
-  EXPECT_TRUE(diff.le(bound).all().item<bool>()) << what << ": max error " << diff.max().item<double>();
-}
+using test::expect_close_to_float32;
 
 TEST(CpuGemv, KernelIsAvailableWhereTheCpuHasAvx2FmaF16c) {
   EXPECT_EQ(gemv_kernel_available(), cpu_has_flag("avx2") && cpu_has_flag("fma") && cpu_has_flag("f16c"));
@@ -45,7 +40,7 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
                                    " N " + std::to_string(N) + (with_bias ? " bias" : "");
           ASSERT_EQ(got.sizes(), want.sizes()) << what;
           EXPECT_EQ(got.scalar_type(), dtype) << what;
-          expect_close(got, want, what);
+          expect_close_to_float32(got, want, what);
         }
       }
     }
@@ -59,7 +54,7 @@ TEST(CpuGemv, KeepsLeadingDimensionsAndFloat32Activations) {
   const torch::Tensor got = gemv_linear(x, w, c10::nullopt);
   EXPECT_EQ(got.sizes(), (std::vector<int64_t>{2, 1, 10}));
   EXPECT_EQ(got.scalar_type(), torch::kFloat);
-  expect_close(got, torch::linear(x, w.to(torch::kFloat)), "float32 x, bf16 w");
+  expect_close_to_float32(got, torch::linear(x, w.to(torch::kFloat)), "float32 x, bf16 w");
 }
 
 TEST(CpuGemv, OutsideItsDomainIsLibTorchsProduct) {

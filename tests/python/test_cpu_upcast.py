@@ -48,6 +48,9 @@ class LinearTest(unittest.TestCase):
     def test_many_rows_compute_in_float32_and_round_once(self):
         for bias in (True, False):
             m = scripted_linear(bias)
+            # the call the C++ runtime serves with its kept-buffer widening
+            # (src/model/cpu_widened_linear.h); Python defines it with the formula (era_ops.py)
+            self.assertIn("ops.era.widened_linear(", m.code)
             m.cpu_upcast_min_rows = ROWS
             x = torch.randn(2, 5, 64, dtype=BF16)  # 10 rows >= 8
             b = m.bias.float() if bias else None

@@ -19,6 +19,11 @@ The schemas are part of the bundle format: never change one, add a new operator 
       from torch.ops.mkldnn._reorder_linear_weight): then torch.ops.mkldnn._linear_pointwise. The
       C++ runtime packs the vision tower's and projector's bf16 weights at load on CPUs with
       native bf16 arithmetic (src/model/onednn_linear.h) and sets the Linear's `onednn_packed`.
+  era::widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor
+      = F.linear(x, weight, bias) with the products and sums in float32, rounded once to x's
+      dtype. In C++ (src/model/cpu_widened_linear.h): the weight converted a slice at a time into
+      a buffer kept per thread, LibTorch's float32 GEMM writing each slice's columns in place.
+      Linear calls it where the runtime widens bf16 / fp16 products on the CPU.
 """
 import torch
 import torch.nn.functional as F
@@ -26,7 +31,8 @@ import torch.nn.functional as F
 SCHEMAS = {"gemv": "gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
            "int8_linear": "int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, "
                           "int gemv_max_rows, int upcast_min_rows) -> Tensor",
-           "onednn_linear": "onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor"}
+           "onednn_linear": "onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
+           "widened_linear": "widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor"}
 
 
 def _gemv(x, weight, bias):
@@ -48,7 +54,12 @@ def _onednn_linear(x, weight, bias):
     return F.linear(x, weight, bias)
 
 
-_KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear, "onednn_linear": _onednn_linear}
+def _widened_linear(x, weight, bias):
+    return F.linear(x.float(), weight.float(), None if bias is None else bias.float()).to(x.dtype)
+
+
+_KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear, "onednn_linear": _onednn_linear,
+            "widened_linear": _widened_linear}
 
 
 def _defined(name):

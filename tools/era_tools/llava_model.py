@@ -71,9 +71,6 @@ def resolve_attention(mode):
 # float32 accumulator once at the output, so the numerics stay those of the bf16 model. The
 # runtime sets `cpu_upcast_min_rows` (0 = off, the exported value) on every module that has it.
 
-WIDEN_CHUNK = 1 << 21  # weight elements widened at a time (8 MB of float32): see Linear.widened
-
-
 def cpu_upcast(x: torch.Tensor, rows: int, min_rows: int) -> bool:
     """True where a matmul with `rows` rows over x should run in float32 (see above)."""
     return min_rows > 0 and rows >= min_rows and x.dtype != torch.float32 and x.device.type == "cpu"
@@ -100,7 +97,6 @@ class Linear(nn.Linear):
         self.cpu_upcast_min_rows = 0
         self.gemv_max_rows = 0
         self.onednn_packed = False
-        self.widen_chunk = WIDEN_CHUNK
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.onednn_packed:
@@ -109,25 +105,10 @@ class Linear(nn.Linear):
         if 0 < rows <= self.gemv_max_rows:
             return torch.ops.era.gemv(x, self.weight, self.bias)
         if cpu_upcast(x, rows, self.cpu_upcast_min_rows):
-            return self.widened(x.float()).to(x.dtype)
+            # float32 sums rounded once to x's dtype; in C++ the weight is widened a slice at a
+            # time into a buffer kept per thread (src/model/cpu_widened_linear.h)
+            return torch.ops.era.widened_linear(x, self.weight, self.bias)
         return F.linear(x, self.weight, self.bias)
-
-    def widened(self, x: torch.Tensor) -> torch.Tensor:
-        """F.linear in float32, the weight widened WIDEN_CHUNK elements at a time: one float32
-        copy of a 4096 x 11008 weight is a 180 MB buffer, which glibc serves with a fresh mmap
-        per call (page faults on every page: measured 70 against 116 GFLOP/s for the product
-        alone), while 8 MB pieces are reused from the heap (97 GFLOP/s)."""
-        w, b = self.weight, self.bias
-        step = max(1, self.widen_chunk // max(w.shape[1], 1))
-        if w.shape[0] <= step:
-            return F.linear(x, w.float(), None if b is None else b.float())
-        parts: List[torch.Tensor] = []
-        for i in range(0, w.shape[0], step):
-            bi: Optional[torch.Tensor] = None
-            if b is not None:
-                bi = b[i:i + step].float()
-            parts.append(F.linear(x, w[i:i + step].float(), bi))
-        return torch.cat(parts, dim=-1)
 
 
 # ================================================================================================
