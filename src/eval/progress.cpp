@@ -5,7 +5,7 @@
 namespace era::eval {
 namespace {
 
-std::string fmt(const char* format, double a, double b = 0) {
+std::string format_numbers(const char* format, double a, double b = 0) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, a, b);
   return buf;
@@ -40,8 +40,8 @@ std::string Progress::format_duration(double seconds) {
 std::string Progress::format_status(int64_t done, int64_t total, int64_t errors, double elapsed_s) {
   const Rates r = rates(done, total, elapsed_s);
   const double pct = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
-  return std::to_string(done) + "/" + std::to_string(total) + " (" + fmt("%.1f", pct) + "%), " +
-         fmt("%.2f", r.per_second) + " items/s, ETA " + format_duration(r.eta) + ", elapsed " +
+  return std::to_string(done) + "/" + std::to_string(total) + " (" + format_numbers("%.1f", pct) + "%), " +
+         format_numbers("%.2f", r.per_second) + " items/s, ETA " + format_duration(r.eta) + ", elapsed " +
          format_duration(elapsed_s) + ", errors " + std::to_string(errors);
 }
 
@@ -50,8 +50,8 @@ std::string Progress::format_bar(int64_t done, int64_t total, int64_t errors, do
   const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
   const int filled = static_cast<int>(frac * width);
   std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "]";
-  return bar + " " + std::to_string(done) + "/" + std::to_string(total) + " " + fmt("%5.1f", 100.0 * frac) + "% " +
-         fmt("%.2f", r.per_second) + " items/s ETA " + format_duration(r.eta) + " errors " + std::to_string(errors);
+  return bar + " " + std::to_string(done) + "/" + std::to_string(total) + " " + format_numbers("%5.1f", 100.0 * frac) + "% " +
+         format_numbers("%.2f", r.per_second) + " items/s ETA " + format_duration(r.eta) + " errors " + std::to_string(errors);
 }
 
 Progress::Progress(std::FILE* out, int64_t total, const ProgressOptions& options)

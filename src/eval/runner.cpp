@@ -8,6 +8,7 @@
 #include "eval/question_file.h"
 #include "eval/records.h"
 #include "eval/sharding.h"
+#include "util/error_text.h"
 
 namespace era::eval {
 namespace {
@@ -49,8 +50,6 @@ int64_t visual_tokens_of(const Json& record) {
   const auto v = meta->find("visual_tokens");
   return v != meta->end() && v->is_number_integer() ? v->get<int64_t>() : -1;
 }
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string describe(const Question& q) {
   return "question line " + std::to_string(q.line) + " (question_id " + to_line(q.question_id) + ")";

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 const char kMemoryName[] = "<in-memory image>";
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
+[[noreturn]] void fail_image(const std::string& name, const std::string& what) {
   throw Error(ErrorCode::kImage, name + ": " + what);
 }
 
@@ -80,8 +80,8 @@ struct Dims {
 
 Dims probe_png(ByteReader& r, const std::string& name) {
   uint8_t b[24];
-  if (!r.read(0, b, sizeof(b))) fail(name, "truncated PNG header");
-  if (std::memcmp(b + 12, "IHDR", 4) != 0) fail(name, "corrupt PNG (first chunk is not IHDR)");
+  if (!r.read(0, b, sizeof(b))) fail_image(name, "truncated PNG header");
+  if (std::memcmp(b + 12, "IHDR", 4) != 0) fail_image(name, "corrupt PNG (first chunk is not IHDR)");
   return {be32(b + 16), be32(b + 20)};
 }
 
@@ -90,7 +90,7 @@ Dims probe_jpeg(ByteReader& r, const std::string& name) {
   uint8_t b[9];
   while (true) {
     // A marker: one or more 0xFF fill bytes, then the marker code.
-    if (!r.read(pos, b, 1)) fail(name, "truncated JPEG header (no SOF marker)");
+    if (!r.read(pos, b, 1)) fail_image(name, "truncated JPEG header (no SOF marker)");
     if (b[0] != 0xFF) {  // stray bytes between segments: libjpeg skips them (with a warning)
       ++pos;
       continue;
@@ -98,19 +98,19 @@ Dims probe_jpeg(ByteReader& r, const std::string& name) {
     uint8_t code = 0xFF;
     while (code == 0xFF) {
       ++pos;
-      if (!r.read(pos, &code, 1)) fail(name, "truncated JPEG header (no SOF marker)");
+      if (!r.read(pos, &code, 1)) fail_image(name, "truncated JPEG header (no SOF marker)");
     }
     ++pos;  // now just past the marker code
     if (code == 0xD8 || code == 0x01 || (code >= 0xD0 && code <= 0xD7)) continue;  // no length field
-    if (code == 0xD9 || code == 0xDA) fail(name, "corrupt JPEG (no SOF marker before the image data)");
-    if (!r.read(pos, b, 2)) fail(name, "truncated JPEG header");
+    if (code == 0xD9 || code == 0xDA) fail_image(name, "corrupt JPEG (no SOF marker before the image data)");
+    if (!r.read(pos, b, 2)) fail_image(name, "truncated JPEG header");
     const uint32_t len = be16(b);
-    if (len < 2) fail(name, "corrupt JPEG header (bad segment length)");
+    if (len < 2) fail_image(name, "corrupt JPEG header (bad segment length)");
     const bool sof = code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC;
     if (sof) {
-      if (len < 7 || !r.read(pos, b, 7)) fail(name, "truncated JPEG frame header");
+      if (len < 7 || !r.read(pos, b, 7)) fail_image(name, "truncated JPEG frame header");
       const uint32_t h = be16(b + 3), w = be16(b + 5);
-      if (h == 0) fail(name, "unsupported JPEG (height defined by a DNL marker)");
+      if (h == 0) fail_image(name, "unsupported JPEG (height defined by a DNL marker)");
       return {w, h};
     }
     pos += len;
@@ -119,13 +119,13 @@ Dims probe_jpeg(ByteReader& r, const std::string& name) {
 
 Dims probe_bmp(ByteReader& r, const std::string& name) {
   uint8_t b[26];
-  if (!r.read(0, b, 18)) fail(name, "truncated BMP header");
+  if (!r.read(0, b, 18)) fail_image(name, "truncated BMP header");
   const uint32_t dib = le32(b + 14);
   if (dib == 12) {  // OS/2 BITMAPCOREHEADER: 16-bit sizes
-    if (!r.read(0, b, 22)) fail(name, "truncated BMP header");
+    if (!r.read(0, b, 22)) fail_image(name, "truncated BMP header");
     return {le16(b + 18), le16(b + 20)};
   }
-  if (dib < 16 || !r.read(0, b, 26)) fail(name, "truncated or corrupt BMP header");
+  if (dib < 16 || !r.read(0, b, 26)) fail_image(name, "truncated or corrupt BMP header");
   const int32_t w = static_cast<int32_t>(le32(b + 18));
   const int32_t h = static_cast<int32_t>(le32(b + 22));  // negative: top-down rows
   return {w, h == INT32_MIN ? -int64_t(INT32_MIN) : std::abs(int64_t(h))};
@@ -133,44 +133,44 @@ Dims probe_bmp(ByteReader& r, const std::string& name) {
 
 Dims probe_gif(ByteReader& r, const std::string& name) {
   uint8_t b[10];
-  if (!r.read(0, b, sizeof(b))) fail(name, "truncated GIF header");
+  if (!r.read(0, b, sizeof(b))) fail_image(name, "truncated GIF header");
   return {le16(b + 6), le16(b + 8)};  // logical screen size
 }
 
 Dims probe_webp(ByteReader& r, const std::string& name) {
   uint8_t b[30];
-  if (!r.read(0, b, 16)) fail(name, "truncated WebP header");
+  if (!r.read(0, b, 16)) fail_image(name, "truncated WebP header");
   if (std::memcmp(b + 12, "VP8 ", 4) == 0) {  // lossy: key frame header
-    if (!r.read(0, b, 30)) fail(name, "truncated WebP (VP8) header");
-    if (b[23] != 0x9D || b[24] != 0x01 || b[25] != 0x2A) fail(name, "corrupt WebP (bad VP8 start code)");
+    if (!r.read(0, b, 30)) fail_image(name, "truncated WebP (VP8) header");
+    if (b[23] != 0x9D || b[24] != 0x01 || b[25] != 0x2A) fail_image(name, "corrupt WebP (bad VP8 start code)");
     return {le16(b + 26) & 0x3FFF, le16(b + 28) & 0x3FFF};
   }
   if (std::memcmp(b + 12, "VP8L", 4) == 0) {  // lossless: 14-bit width-1, 14-bit height-1
-    if (!r.read(0, b, 25)) fail(name, "truncated WebP (VP8L) header");
-    if (b[20] != 0x2F) fail(name, "corrupt WebP (bad VP8L signature)");
+    if (!r.read(0, b, 25)) fail_image(name, "truncated WebP (VP8L) header");
+    if (b[20] != 0x2F) fail_image(name, "corrupt WebP (bad VP8L signature)");
     const uint32_t bits = le32(b + 21);
     return {(bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1};
   }
   if (std::memcmp(b + 12, "VP8X", 4) == 0) {  // extended: 24-bit canvas width-1, height-1
-    if (!r.read(0, b, 30)) fail(name, "truncated WebP (VP8X) header");
+    if (!r.read(0, b, 30)) fail_image(name, "truncated WebP (VP8X) header");
     return {le24(b + 24) + 1, le24(b + 27) + 1};
   }
-  fail(name, "unsupported WebP variant");
+  fail_image(name, "unsupported WebP variant");
 }
 
 Dims probe_tiff(ByteReader& r, const std::string& name) {
   uint8_t b[12];
-  if (!r.read(0, b, 8)) fail(name, "truncated TIFF header");
+  if (!r.read(0, b, 8)) fail_image(name, "truncated TIFF header");
   const bool le = b[0] == 'I';
   auto u16 = [le](const uint8_t* p) { return le ? le16(p) : be16(p); };
   auto u32 = [le](const uint8_t* p) { return le ? le32(p) : be32(p); };
-  if (u16(b + 2) == 43) fail(name, "BigTIFF images are not supported");
+  if (u16(b + 2) == 43) fail_image(name, "BigTIFF images are not supported");
   const uint64_t ifd = u32(b + 4);
-  if (!r.read(ifd, b, 2)) fail(name, "truncated TIFF (first IFD missing)");
+  if (!r.read(ifd, b, 2)) fail_image(name, "truncated TIFF (first IFD missing)");
   const uint32_t count = u16(b);
   int64_t width = -1, height = -1;
   for (uint32_t e = 0; e < count; ++e) {
-    if (!r.read(ifd + 2 + 12ull * e, b, 12)) fail(name, "truncated TIFF (IFD entry missing)");
+    if (!r.read(ifd + 2 + 12ull * e, b, 12)) fail_image(name, "truncated TIFF (IFD entry missing)");
     const uint32_t tag = u16(b), type = u16(b + 2);
     if (tag != 256 && tag != 257) continue;
     int64_t v;
@@ -179,10 +179,10 @@ Dims probe_tiff(ByteReader& r, const std::string& name) {
     else if (type == 4)
       v = u32(b + 8);  // LONG
     else
-      fail(name, "corrupt TIFF (bad ImageWidth/ImageLength type)");
+      fail_image(name, "corrupt TIFF (bad ImageWidth/ImageLength type)");
     (tag == 256 ? width : height) = v;
   }
-  if (width < 0 || height < 0) fail(name, "corrupt TIFF (no ImageWidth/ImageLength)");
+  if (width < 0 || height < 0) fail_image(name, "corrupt TIFF (no ImageWidth/ImageLength)");
   return {width, height};
 }
 
@@ -192,7 +192,7 @@ Dims probe_pnm(ByteReader& r, const std::string& name) {
   auto next_int = [&]() -> int64_t {
     uint8_t c;
     while (true) {
-      if (!r.read(pos, &c, 1)) fail(name, "truncated PNM header");
+      if (!r.read(pos, &c, 1)) fail_image(name, "truncated PNM header");
       if (c == '#') {
         while (r.read(pos, &c, 1) && c != '\n' && c != '\r') ++pos;
       } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
@@ -204,16 +204,16 @@ Dims probe_pnm(ByteReader& r, const std::string& name) {
     int64_t v = 0;
     int digits = 0;
     while (r.read(pos, &c, 1) && c >= '0' && c <= '9') {
-      if (++digits > 12) fail(name, "corrupt PNM header (size too long)");
+      if (++digits > 12) fail_image(name, "corrupt PNM header (size too long)");
       v = v * 10 + (c - '0');
       ++pos;
     }
-    if (!digits) fail(name, "corrupt PNM header");
+    if (!digits) fail_image(name, "corrupt PNM header");
     // OpenCV's reader takes the byte after a number as its delimiter, whatever it is: "2501#3\n"
     // is width 2501 and height 3 for it, while a comment here would hide the 3 from this probe.
     // The probe must see the sizes the decoder will allocate, so only whitespace may follow.
     if (!r.read(pos, &c, 1) || !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'))
-      fail(name, "corrupt PNM header (a size must be followed by whitespace)");
+      fail_image(name, "corrupt PNM header (a size must be followed by whitespace)");
     return v;
   };
   const int64_t w = next_int();
@@ -224,7 +224,7 @@ Dims probe_pnm(ByteReader& r, const std::string& name) {
 ImageHeader probe(ByteReader& r, const std::string& name) {
   uint8_t m[12] = {0};
   const size_t have = static_cast<size_t>(std::min<uint64_t>(r.size(), sizeof(m)));
-  if (have == 0) fail(name, "empty file");
+  if (have == 0) fail_image(name, "empty file");
   r.read(0, m, have);
 
   ImageHeader hdr;
@@ -254,11 +254,11 @@ ImageHeader probe(ByteReader& r, const std::string& name) {
     hdr.format = "PNM";
     d = probe_pnm(r, name);
   } else {
-    fail(name, "not a supported image (unrecognised file signature; expected PNG, JPEG, WebP, BMP, TIFF, "
+    fail_image(name, "not a supported image (unrecognised file signature; expected PNG, JPEG, WebP, BMP, TIFF, "
                "PNM or GIF)");
   }
   if (d.width <= 0 || d.height <= 0 || d.width > INT_MAX || d.height > INT_MAX)
-    fail(name, "corrupt " + hdr.format + " header (image size " + std::to_string(d.width) + "x" +
+    fail_image(name, "corrupt " + hdr.format + " header (image size " + std::to_string(d.width) + "x" +
                    std::to_string(d.height) + ")");
   hdr.width = static_cast<int>(d.width);
   hdr.height = static_cast<int>(d.height);
@@ -268,7 +268,7 @@ ImageHeader probe(ByteReader& r, const std::string& name) {
 void check_pixel_limit(const ImageHeader& h, const ImageLimits& limits, const std::string& name) {
   const int64_t pixels = int64_t(h.width) * h.height;
   if (pixels > limits.max_pixels)
-    fail(name, h.format + " image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " (" +
+    fail_image(name, h.format + " image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " (" +
                    std::to_string(pixels) + " pixels), over the limit of " + std::to_string(limits.max_pixels) +
                    " pixels");
 }
@@ -359,21 +359,21 @@ void check_complete(const uint8_t* d, size_t n, const ImageHeader& h, const std:
     ok = bmp_complete(d, n, h);
   else if (h.format == "WEBP")
     ok = webp_complete(d, n);
-  if (!ok) fail(name, "truncated or corrupt " + h.format + " file (" + std::to_string(n) + " bytes; image data ends early)");
+  if (!ok) fail_image(name, "truncated or corrupt " + h.format + " file (" + std::to_string(n) + " bytes; image data ends early)");
 }
 
 // Checks the path names a readable, non-empty regular file within the size limit; returns its size.
 uint64_t check_file(const std::string& path, int64_t max_bytes) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) fail(path, "no such file");
-  if (fs::is_directory(st)) fail(path, "is a directory, not an image file");
-  if (!fs::is_regular_file(st)) fail(path, "is not a regular file");
+  if (ec || !fs::exists(st)) fail_image(path, "no such file");
+  if (fs::is_directory(st)) fail_image(path, "is a directory, not an image file");
+  if (!fs::is_regular_file(st)) fail_image(path, "is not a regular file");
   const uintmax_t size = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read file size: " + ec.message());
-  if (size == 0) fail(path, "empty file (0 bytes)");
+  if (ec) fail_image(path, "cannot read file size: " + ec.message());
+  if (size == 0) fail_image(path, "empty file (0 bytes)");
   if (max_bytes >= 0 && size > static_cast<uintmax_t>(max_bytes))
-    fail(path, "file is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(max_bytes) + " bytes");
+    fail_image(path, "file is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(max_bytes) + " bytes");
   return size;
 }
 
@@ -390,7 +390,7 @@ cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr,
     if (png_grey16) {
       const cv::Mat grey = cv::imdecode(buf, cv::IMREAD_GRAYSCALE | cv::IMREAD_ANYDEPTH | cv::IMREAD_IGNORE_ORIENTATION);
       if (!grey.empty()) {
-        if (grey.type() != CV_16UC1) fail(name, "decoder returned an unexpected pixel format for a 16-bit PNG");
+        if (grey.type() != CV_16UC1) fail_image(name, "decoder returned an unexpected pixel format for a 16-bit PNG");
         cv::Mat grey8;
         grey.convertTo(grey8, CV_8U);  // saturating: min(v, 255), as Pillow's I -> RGB
         cv::cvtColor(grey8, bgr, cv::COLOR_GRAY2BGR);
@@ -399,14 +399,14 @@ cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr,
       bgr = cv::imdecode(buf, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
     }
   } catch (const cv::Exception& e) {
-    fail(name, "cannot decode " + hdr.format + " image: " + e.what());
+    fail_image(name, "cannot decode " + hdr.format + " image: " + e.what());
   }
   if (bgr.empty()) {
-    fail(name, "cannot decode " + hdr.format + " image (corrupt or unsupported data)");
+    fail_image(name, "cannot decode " + hdr.format + " image (corrupt or unsupported data)");
   }
-  if (bgr.type() != CV_8UC3) fail(name, "decoder returned an unexpected pixel format");
+  if (bgr.type() != CV_8UC3) fail_image(name, "decoder returned an unexpected pixel format");
   if (bgr.cols != hdr.width || bgr.rows != hdr.height)
-    fail(name, "decoded size " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
+    fail_image(name, "decoded size " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
                    " differs from the header's " + std::to_string(hdr.width) + "x" + std::to_string(hdr.height));
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
@@ -419,22 +419,22 @@ cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr,
 ImageHeader probe_image_header(const std::string& path) {
   const uint64_t size = check_file(path, -1);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open file for reading");
+  if (!in) fail_image(path, "cannot open file for reading");
   FileReader reader(in, size);
   return probe(reader, path);
 }
 
 ImageHeader probe_image_header(const uint8_t* data, size_t size, const std::string& name) {
-  if (!data && size) fail(name, "null image buffer");
+  if (!data && size) fail_image(name, "null image buffer");
   MemoryReader reader(data, size);
   return probe(reader, name);
 }
 
 cv::Mat load_rgb_image(const std::string& path, const ImageLimits& limits) {
   const uint64_t size = check_file(path, limits.max_file_bytes);
-  if (size > static_cast<uint64_t>(INT_MAX)) fail(path, "file too large to decode");
+  if (size > static_cast<uint64_t>(INT_MAX)) fail_image(path, "file too large to decode");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open file for reading");
+  if (!in) fail_image(path, "cannot open file for reading");
 
   // Header first, straight from the file: an oversized image is refused before it is read or decoded.
   ImageHeader hdr;
@@ -448,18 +448,18 @@ cv::Mat load_rgb_image(const std::string& path, const ImageLimits& limits) {
   in.clear();
   in.seekg(0);
   if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
-    fail(path, "read error");
+    fail_image(path, "read error");
   return decode_checked(bytes.data(), bytes.size(), hdr, path);
 }
 
 cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& name, const ImageLimits& limits) {
   const std::string& n = name.empty() ? std::string(kMemoryName) : name;
-  if (size == 0) fail(n, "empty image data (0 bytes)");
-  if (!data) fail(n, "null image buffer");
+  if (size == 0) fail_image(n, "empty image data (0 bytes)");
+  if (!data) fail_image(n, "null image buffer");
   if (limits.max_file_bytes >= 0 && size > static_cast<uint64_t>(limits.max_file_bytes))
-    fail(n, "encoded image is " + std::to_string(size) + " bytes, over the limit of " +
+    fail_image(n, "encoded image is " + std::to_string(size) + " bytes, over the limit of " +
                 std::to_string(limits.max_file_bytes) + " bytes");
-  if (size > static_cast<size_t>(INT_MAX)) fail(n, "encoded image too large to decode");
+  if (size > static_cast<size_t>(INT_MAX)) fail_image(n, "encoded image too large to decode");
   MemoryReader reader(data, size);
   const ImageHeader hdr = probe(reader, n);
   check_pixel_limit(hdr, limits, n);
@@ -469,13 +469,13 @@ cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& na
 cv::Mat rgb_from_buffer(const uint8_t* data, int width, int height, int channels, int stride_bytes,
                         const ImageLimits& limits) {
   const std::string n = kMemoryName;
-  if (!data) fail(n, "null pixel buffer");
+  if (!data) fail_image(n, "null pixel buffer");
   if (width <= 0 || height <= 0)
-    fail(n, "bad size " + std::to_string(width) + "x" + std::to_string(height));
+    fail_image(n, "bad size " + std::to_string(width) + "x" + std::to_string(height));
   if (channels != 1 && channels != 3 && channels != 4)
-    fail(n, "unsupported channel count " + std::to_string(channels) + " (want 1, 3 or 4)");
+    fail_image(n, "unsupported channel count " + std::to_string(channels) + " (want 1, 3 or 4)");
   if (int64_t(stride_bytes) < int64_t(width) * channels)
-    fail(n, "row stride " + std::to_string(stride_bytes) + " is smaller than width * channels = " +
+    fail_image(n, "row stride " + std::to_string(stride_bytes) + " is smaller than width * channels = " +
                 std::to_string(int64_t(width) * channels));
   const ImageHeader hdr{width, height, "raw"};
   check_pixel_limit(hdr, limits, n);

@@ -11,13 +11,12 @@
 #include "model/export_compat.h"
 #include "model/int8_weights.h"
 #include "util/input_file.h"
+#include "util/error_text.h"
 
 namespace era {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string shape_str(at::IntArrayRef shape) {
   std::ostringstream os;

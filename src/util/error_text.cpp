@@ -43,4 +43,6 @@ std::string error_summary(const std::string& text) {
   return lines.front();
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace era

@@ -10,4 +10,7 @@ namespace era {
 // backtrace after it).
 std::string error_summary(const std::string& text);
 
+// `text` up to its first newline (all of it where it has none).
+std::string first_line(const std::string& text);
+
 }  // namespace era

@@ -19,7 +19,7 @@ constexpr size_t kGrowthDigits = 21;  // numpy.lib.format.GROWTH_AXIS_MAX_DIGITS
 // Reference dumps and era_reduce inputs are features of one request: far below this.
 constexpr uint64_t kMaxNpyBytes = uint64_t(4) << 30;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
+[[noreturn]] void fail_npy(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
 }
 
@@ -74,15 +74,15 @@ struct HeaderParser {
     return false;
   }
   void expect(char c) {
-    if (!eat(c)) fail(path, std::string("malformed .npy header (expected '") + c + "'): " + s);
+    if (!eat(c)) fail_npy(path, std::string("malformed .npy header (expected '") + c + "'): " + s);
   }
   std::string string_literal() {
     skip_ws();
-    if (i >= s.size() || (s[i] != '\'' && s[i] != '"')) fail(path, "malformed .npy header (expected a string): " + s);
+    if (i >= s.size() || (s[i] != '\'' && s[i] != '"')) fail_npy(path, "malformed .npy header (expected a string): " + s);
     const char q = s[i++];
     const size_t start = i;
     while (i < s.size() && s[i] != q) ++i;
-    if (i >= s.size()) fail(path, "malformed .npy header (unterminated string): " + s);
+    if (i >= s.size()) fail_npy(path, "malformed .npy header (unterminated string): " + s);
     return s.substr(start, i++ - start);
   }
   std::string word() {
@@ -95,7 +95,7 @@ struct HeaderParser {
     skip_ws();
     const size_t start = i;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (start == i || i - start > 18) fail(path, "malformed .npy header (bad dimension): " + s);
+    if (start == i || i - start > 18) fail_npy(path, "malformed .npy header (bad dimension): " + s);
     int64_t v = std::stoll(s.substr(start, i - start));
     if (i < s.size() && s[i] == 'L') ++i;  // Python 2 long suffix
     return v;
@@ -133,21 +133,21 @@ NpyHeader parse_header(const std::string& text, const std::string& path) {
       have_descr = true;
     } else if (key == "fortran_order") {
       const std::string w = p.word();
-      if (w != "True" && w != "False") fail(path, "malformed .npy header (fortran_order): " + text);
+      if (w != "True" && w != "False") fail_npy(path, "malformed .npy header (fortran_order): " + text);
       h.fortran_order = (w == "True");
       have_order = true;
     } else if (key == "shape") {
       h.shape = p.shape_tuple();
       have_shape = true;
     } else {
-      fail(path, "unexpected key '" + key + "' in .npy header");
+      fail_npy(path, "unexpected key '" + key + "' in .npy header");
     }
     if (!p.eat(',')) {
       p.expect('}');
       break;
     }
   }
-  if (!have_descr || !have_order || !have_shape) fail(path, "incomplete .npy header: " + text);
+  if (!have_descr || !have_order || !have_shape) fail_npy(path, "incomplete .npy header: " + text);
   return h;
 }
 
@@ -166,18 +166,18 @@ std::string shape_repr(const std::vector<int64_t>& shape) {
 }  // namespace
 
 torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& name) {
-  if (!host_is_little_endian()) fail(name, ".npy support requires a little-endian host");
+  if (!host_is_little_endian()) fail_npy(name, ".npy support requires a little-endian host");
   // Every length below is checked against the bytes that are really there before it is used,
   // so a hostile header can neither read past the buffer nor make us allocate what is absent.
   size_t at = 0;
   auto take = [&](size_t n, const char* what) {
-    if (size - at < n) fail(name, std::string("truncated .npy ") + what);
+    if (size - at < n) fail_npy(name, std::string("truncated .npy ") + what);
     const uint8_t* p = data + at;
     at += n;
     return p;
   };
   const uint8_t* pre = take(kMagicLen + 2, "file (bad magic)");
-  if (std::memcmp(pre, kMagic, kMagicLen) != 0) fail(name, "not a .npy file (bad magic)");
+  if (std::memcmp(pre, kMagic, kMagicLen) != 0) fail_npy(name, "not a .npy file (bad magic)");
   const int major = pre[kMagicLen];
   size_t header_len = 0;
   if (major == 1) {
@@ -187,16 +187,16 @@ torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& nam
     const uint8_t* b = take(4, "header");
     header_len = b[0] | (size_t(b[1]) << 8) | (size_t(b[2]) << 16) | (size_t(b[3]) << 24);
   } else {
-    fail(name, "unsupported .npy format version " + std::to_string(major));
+    fail_npy(name, "unsupported .npy format version " + std::to_string(major));
   }
   const uint8_t* header_bytes = take(header_len, "header");
   const std::string header(reinterpret_cast<const char*>(header_bytes), header_len);
 
   const NpyHeader h = parse_header(header, name);
   const DtypeInfo* dt = dtype_from_descr(h.descr);
-  if (!dt) fail(name, "unsupported .npy dtype '" + h.descr + "' (want <f4, <f8, <i8, <i4 or |u1)");
-  if (h.fortran_order) fail(name, "Fortran-ordered .npy arrays are not supported");
-  if (h.shape.size() > 32) fail(name, "implausible .npy shape " + shape_repr(h.shape) + " (more than 32 axes)");
+  if (!dt) fail_npy(name, "unsupported .npy dtype '" + h.descr + "' (want <f4, <f8, <i8, <i4 or |u1)");
+  if (h.fortran_order) fail_npy(name, "Fortran-ordered .npy arrays are not supported");
+  if (h.shape.size() > 32) fail_npy(name, "implausible .npy shape " + shape_repr(h.shape) + " (more than 32 axes)");
 
   // The element count may not exceed what the remaining bytes hold (checked by division, so the
   // product of hostile dimensions cannot overflow first).
@@ -211,7 +211,7 @@ torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& nam
   if (numel != 0) {
     for (int64_t d : h.shape) {
       if (static_cast<uint64_t>(d) > available / numel)
-        fail(name, "truncated .npy data (shape " + shape_repr(h.shape) + " needs more than the " +
+        fail_npy(name, "truncated .npy data (shape " + shape_repr(h.shape) + " needs more than the " +
                        std::to_string(size - at) + " data bytes present)");
       numel *= static_cast<size_t>(d);
     }
@@ -229,11 +229,11 @@ torch::Tensor read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const torch::Tensor& tensor) {
-  if (!host_is_little_endian()) fail(path, ".npy support requires a little-endian host");
-  if (!tensor.defined()) fail(path, "cannot write an undefined tensor");
+  if (!host_is_little_endian()) fail_npy(path, ".npy support requires a little-endian host");
+  if (!tensor.defined()) fail_npy(path, "cannot write an undefined tensor");
   const DtypeInfo* dt = dtype_from_scalar(tensor.scalar_type());
   if (!dt)
-    fail(path, std::string("unsupported dtype for .npy: ") + c10::toString(tensor.scalar_type()));
+    fail_npy(path, std::string("unsupported dtype for .npy: ") + c10::toString(tensor.scalar_type()));
   const torch::Tensor t = tensor.to(torch::kCPU).contiguous();
 
   const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
@@ -254,7 +254,7 @@ void write_npy(const std::string& path, const torch::Tensor& tensor) {
   }
 
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, "cannot create .npy file");
+  if (!out) fail_npy(path, "cannot create .npy file");
   out.write(kMagic, kMagicLen);
   const char ver[2] = {static_cast<char>(major), 0};
   out.write(ver, 2);
@@ -271,7 +271,7 @@ void write_npy(const std::string& path, const torch::Tensor& tensor) {
   const auto nbytes = static_cast<std::streamsize>(t.numel() * dt->itemsize);
   if (nbytes > 0) out.write(static_cast<const char*>(t.data_ptr()), nbytes);
   out.close();
-  if (!out) fail(path, "failed writing .npy file");
+  if (!out) fail_npy(path, "failed writing .npy file");
 }
 
 }  // namespace era

@@ -14,21 +14,21 @@
 namespace era {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
+[[noreturn]] void fail_video(const std::string& path, const std::string& why) {
   throw Error(ErrorCode::kImage, "video " + path + ": " + why);
 }
 
 cv::VideoCapture open_video(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  if (!std::filesystem::exists(path, ec)) fail_video(path, "no such file");
   // VideoCapture also opens URLs, devices and printf-style image sequences: a path must be a file.
-  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not a regular file");
-  if (std::filesystem::file_size(path, ec) == 0) fail(path, "the file is empty");
+  if (!std::filesystem::is_regular_file(path, ec)) fail_video(path, "not a regular file");
+  if (std::filesystem::file_size(path, ec) == 0) fail_video(path, "the file is empty");
   // FFmpeg where OpenCV has it: CAP_ANY would also try GStreamer, which prints errors of its own
   // for every file it cannot open
   const int backend = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
   cv::VideoCapture capture(path, backend);
-  if (!capture.isOpened()) fail(path, "cannot be read as a video (OpenCV's video reader opens no stream in it)");
+  if (!capture.isOpened()) fail_video(path, "cannot be read as a video (OpenCV's video reader opens no stream in it)");
   return capture;
 }
 
@@ -50,9 +50,9 @@ bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::ve
     if (!capture.grab()) return false;
     if (!std::binary_search(wanted.begin(), wanted.end(), index)) continue;
     cv::Mat bgr;
-    if (!capture.retrieve(bgr) || bgr.empty()) fail(path, "frame " + std::to_string(index) + " cannot be decoded");
+    if (!capture.retrieve(bgr) || bgr.empty()) fail_video(path, "frame " + std::to_string(index) + " cannot be decoded");
     if (static_cast<int64_t>(bgr.cols) * bgr.rows > limits.max_pixels) {
-      fail(path, "frames of " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + " pixels exceed the limit of " +
+      fail_video(path, "frames of " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + " pixels exceed the limit of " +
                      std::to_string(limits.max_pixels) + " pixels");
     }
     cv::Mat rgb;
@@ -61,7 +61,7 @@ bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::ve
     } else if (bgr.type() == CV_8UC1) {
       cv::cvtColor(bgr, rgb, cv::COLOR_GRAY2RGB);
     } else {
-      fail(path, "frame " + std::to_string(index) + " is not 8-bit grey or colour");
+      fail_video(path, "frame " + std::to_string(index) + " is not 8-bit grey or colour");
     }
     decoded[index] = rgb;
   }
@@ -102,11 +102,11 @@ std::vector<int64_t> fps_frame_indices(int64_t total, double video_fps, double f
 VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sampling, const ImageLimits& limits) {
   const auto pick = [&](int64_t total, double video_fps) {
     if (!(sampling.fps > 0)) return uniform_frame_indices(total, sampling.frames);
-    if (!(video_fps > 0)) fail(path, "states no frame rate, so frames cannot be sampled per second (give a frame count instead)");
+    if (!(video_fps > 0)) fail_video(path, "states no frame rate, so frames cannot be sampled per second (give a frame count instead)");
     std::vector<int64_t> indices =
         fps_frame_indices(total, video_fps, sampling.fps, sampling.multiple, sampling.min_frames, sampling.max_frames);
     if (indices.empty()) {
-      fail(path, "has " + std::to_string(total) + " frame(s), fewer than the " + std::to_string(sampling.multiple) +
+      fail_video(path, "has " + std::to_string(total) + " frame(s), fewer than the " + std::to_string(sampling.multiple) +
                      " one sampled step needs");
     }
     return indices;
@@ -118,9 +118,9 @@ VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sa
   if (!(total > 0 && decode_at(capture, path, pick(total, video_fps), limits, out.frames))) {
     // no count in the header, or an overstated one: count by decoding, then sample what is there
     total = count_frames(path);
-    if (total <= 0) fail(path, "has no frames");
+    if (total <= 0) fail_video(path, "has no frames");
     cv::VideoCapture again = open_video(path);
-    if (!decode_at(again, path, pick(total, video_fps), limits, out.frames)) fail(path, "frames vanished while reading");
+    if (!decode_at(again, path, pick(total, video_fps), limits, out.frames)) fail_video(path, "frames vanished while reading");
   }
   // transformers' VideoMetadata.sampled_fps
   if (video_fps > 0) out.sampled_fps = static_cast<double>(out.frames.size()) / static_cast<double>(total) * video_fps;
