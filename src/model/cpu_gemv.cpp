@@ -10,6 +10,7 @@
 
 #include "model/cpu_widened_linear.h"
 #include "model/int8_linear.h"
+#include "model/linear_shape.h"
 #include "model/onednn_linear.h"
 
 namespace era {
@@ -183,7 +184,7 @@ bool gemv_kernel_available() {
 
 torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight) {
   const int64_t K = weight.size(1), N = weight.size(0);
-  const int64_t M = x.numel() / K;
+  const int64_t M = linear_rows(x);
   const torch::Tensor xf = x.reshape({M, K}).to(torch::kFloat).contiguous();
   const torch::Tensor w = weight.contiguous();
   torch::Tensor y = torch::empty({M, N}, x.options().dtype(torch::kFloat));
@@ -202,9 +203,7 @@ torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, c
   if (!kernel_applies(x, weight)) return torch::linear(x, weight, bias);
   torch::Tensor y = gemv_products(x, weight);
   if (bias && bias->defined()) y.add_(*bias);
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = weight.size(0);
-  return y.to(x.scalar_type()).view(shape);
+  return y.to(x.scalar_type()).view(linear_output_shape(x, weight.size(0)));
 }
 
 int parallel_for_threads() {

@@ -3,7 +3,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <vector>
+
+#include "model/linear_shape.h"
 
 namespace era {
 
@@ -46,16 +47,12 @@ torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight
   TORCH_CHECK(!has_bias || (bias->dim() == 1 && bias->size(0) == weight.size(0)), "era::widened_linear: bias ",
               bias->sizes(), " does not match weight ", weight.sizes());
   const int64_t N = weight.size(0), K = weight.size(1);
-  int64_t M = 1;  // counted, not x.numel() / K: K may be 0
-  for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = N;
   const torch::Tensor b = has_bias ? bias->to(torch::kFloat) : torch::Tensor();
   if (!x.is_cpu() || !weight.is_cpu())
     return torch::linear(x.to(torch::kFloat), weight.to(torch::kFloat), b).to(x.scalar_type());
-  torch::Tensor y = sliced_products(x.reshape({M, K}).to(torch::kFloat).contiguous(), weight);
+  torch::Tensor y = sliced_products(x.reshape({linear_rows(x), K}).to(torch::kFloat).contiguous(), weight);
   if (has_bias) y.add_(b);
-  return y.to(x.scalar_type()).view(shape);
+  return y.to(x.scalar_type()).view(linear_output_shape(x, N));
 }
 
 void register_widened_linear_operator() {}  // the registrations below run when this object is linked in

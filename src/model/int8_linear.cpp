@@ -7,6 +7,7 @@
 
 #include "model/cpu_gemv.h"
 #include "model/cpu_widened_linear.h"
+#include "model/linear_shape.h"
 
 // CMake defines ERA_WITH_CUDA_KERNELS where era_core has its CUDA kernels (a CUDA LibTorch).
 #if defined(ERA_WITH_CUDA_KERNELS)
@@ -114,10 +115,8 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
                           const c10::optional<torch::Tensor>& bias, int64_t gemv_max_rows, int64_t upcast_min_rows) {
   check_arguments(x, weight, scales, bias);
   const int64_t K = weight.size(1), N = weight.size(0);
-  int64_t M = 1;  // the rows of x (counted, not x.numel() / K: K may be 0)
-  for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = N;
+  const int64_t M = linear_rows(x);
+  const std::vector<int64_t> shape = linear_output_shape(x, N);
   const bool widen = upcast_min_rows > 0 && M >= upcast_min_rows;
 #if defined(ERA_WITH_CUDA_KERNELS)
   // On a GPU: a few rows take the kernel that applies scales and bias itself (one launch), more
