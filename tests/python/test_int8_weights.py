@@ -83,6 +83,27 @@ class Int8WeightsTest(unittest.TestCase):
             self.assertEqual(check_int8_cuda.main(["--layers", "0"]), 2)
         self.assertIn("check_int8_cuda: error: no CUDA device", err.getvalue())
 
+    def test_the_cuda_check_builds_every_source_its_operators_need(self):
+        # The check compiles its own operator library from OP_SOURCES on the GPU machine; a
+        # source left out (a file whose header one of them includes) links, then fails to load
+        # there with an undefined symbol. The closure of their era includes is the list.
+        import os
+        import re
+        from era_tools import check_int8_cuda as c
+        src = os.path.join(c.ROOT, "src")
+        needed, todo = set(), list(c.OP_SOURCES)
+        while todo:
+            path = todo.pop()
+            if path in needed:
+                continue
+            needed.add(path)
+            with open(os.path.join(c.ROOT, path)) as f:
+                for header in re.findall(r'^#include "([^"]+)\.h"', f.read(), re.M):
+                    for ext in (".cpp", ".cu"):
+                        if os.path.exists(os.path.join(src, header + ext)):
+                            todo.append("src/" + header + ext)
+        self.assertEqual(sorted(needed), sorted(c.OP_SOURCES))
+
 
 if __name__ == "__main__":
     unittest.main()

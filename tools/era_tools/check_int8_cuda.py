@@ -44,9 +44,13 @@ TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folde
 ROOT = os.path.dirname(TOOLS)  # the checkout, where era's sources are
 # era's operator and what it calls: the CPU kernel, the CUDA kernel, and util/device.cpp (the one
 # file of era that calls LibTorch's CUDA APIs: the current stream) with the error type it throws;
-# onednn_linear.cpp because cpu_gemv.cpp registers every era:: operator of the bundle format
+# onednn_linear.cpp and cpu_widened_linear.cpp because cpu_gemv.cpp registers every era:: operator
+# of the bundle format (and the int8 operator's CPU slices are widened_linear's). Every era source
+# file these include a header of is listed (tests/python/test_int8_weights.py checks): a missing
+# one is an undefined symbol only when the library loads, on the GPU machine.
 OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/onednn_linear.cpp",
-              "src/model/int8_linear_cuda.cu", "src/util/device.cpp", "src/era/error.cpp"]
+              "src/model/cpu_widened_linear.cpp", "src/model/int8_linear_cuda.cu", "src/util/device.cpp",
+              "src/era/error.cpp"]
 # The 7B model's per-layer linear shapes (N x K): q/k/v/o, gate/up, down
 LAYER_SHAPES = ((4096, 4096), (11008, 4096), (4096, 11008))
 
