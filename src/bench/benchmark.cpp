@@ -78,17 +78,27 @@ Request make_request(const BenchOptions& o, const Config& c) {
   return r;
 }
 
-// Each timed request's FLOP rate in `stage` over the GEMM rate timed just before it.
-Spread shares_of_peak(const std::vector<double>& stage_ms, double gflop, const std::vector<double>& peak_gflops) {
+// What --vs-machine times before each timed request: the GEMM of the dtype the big products run
+// in, and the memory read; and the weight bytes a decode step streams.
+struct VsMachine {
+  VsMachine(torch::ScalarType gemm_dtype, double decode_bytes) : gemm(gemm_dtype), decode_weight_bytes(decode_bytes) {}
+  GemmProbe gemm;
+  ReadProbe read;
+  double decode_weight_bytes;
+};
+
+// Each timed request's rate in `stage` (`work` GFLOP or GB in stage_ms) over the machine's rate
+// timed just before it.
+Spread shares_of_peak(const std::vector<double>& stage_ms, double work, const std::vector<double>& peak_rates) {
   std::vector<double> shares;
-  for (size_t i = 0; i < stage_ms.size() && i < peak_gflops.size(); ++i) {
-    if (stage_ms[i] > 0 && peak_gflops[i] > 0) shares.push_back(gflop / (stage_ms[i] / 1e3) / peak_gflops[i]);
+  for (size_t i = 0; i < stage_ms.size() && i < peak_rates.size(); ++i) {
+    if (stage_ms[i] > 0 && peak_rates[i] > 0) shares.push_back(work / (stage_ms[i] / 1e3) / peak_rates[i]);
   }
   return Spread::of(shares);
 }
 
 ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, const PreparedInput& in,
-                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration, const GemmProbe* probe) {
+                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration, const VsMachine* probe) {
   const Request request = make_request(o, c);
   for (int i = 0; i < o.warmup; ++i) session.generate(request);  // TorchScript profiling runs, caches
 
@@ -100,9 +110,12 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   if (!memory.reset_peak()) peak_per_configuration = false;
   const int64_t baseline = memory.current();
   EarlyLayers early;  // what the first decoder layers saw, for FastV / DART
-  std::vector<double> peak_gflops;
+  std::vector<double> peak_gflops, read_gbs;
   for (int i = 0; i < o.repeat; ++i) {
-    if (probe) peak_gflops.push_back(probe->gflops(o.vs_machine_seconds));
+    if (probe) {
+      peak_gflops.push_back(probe->gemm.gflops(o.vs_machine_seconds));
+      read_gbs.push_back(probe->read.gbs(o.vs_machine_seconds));
+    }
     Result r = session.generate(request);
     const Stats& s = r.stats;
     for (const auto& stage : stage_times()) {
@@ -134,6 +147,10 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
     row.vs_machine["gemm_gflops"] = Spread::of(peak_gflops);
     row.vs_machine["vision_share"] = shares_of_peak(samples["vision"], (row.flops.vision + row.flops.projector) / 1e9, peak_gflops);
     row.vs_machine["prefill_share"] = shares_of_peak(samples["prefill"], row.flops.prefill / 1e9, peak_gflops);
+    row.vs_machine["read_gbs"] = Spread::of(read_gbs);
+    if (row.generated_tokens > 1) {  // one token: no decode step
+      row.vs_machine["decode_share"] = shares_of_peak(samples["decode_per_token"], probe->decode_weight_bytes / 1e9, read_gbs);
+    }
   }
   return row;
 }
@@ -224,12 +241,17 @@ BenchReport run_benchmark(const BenchOptions& options) {
   debug::PreparedTensors prepared = debug::prepare(session, make_request(options, configs.front()));
   report.pixel_values = prepared.pixel_values;
   report.input = std::move(prepared);
-  std::optional<GemmProbe> probe;
+  std::optional<VsMachine> probe;
   if (options.vs_machine_seconds > 0) {
     const bool float32 = cpu_matmuls_in_float32(bundle, parse_cpu_matmul(options.session.cpu_matmul));
-    probe.emplace(float32 ? torch::kFloat : bundle.dtype);
-    report.vs_machine_dtype = dtype_name(probe->dtype());
-    report.vs_machine_packed = probe->packs();
+    // int8 weights: one byte each (their float32 scales, one per output row, are left out: under
+    // 0.1 % of the bytes at real widths)
+    const bool int8 = !bundle.manifest.int8_weights.empty();
+    const double bytes = decode_step_weights(report.dims) * (int8 ? 1.0 : static_cast<double>(torch::elementSize(bundle.dtype)));
+    probe.emplace(float32 ? torch::kFloat : bundle.dtype, bytes);
+    report.vs_machine_dtype = dtype_name(probe->gemm.dtype());
+    report.vs_machine_packed = probe->gemm.packs();
+    report.decode_weight_bytes = bytes;
   }
   for (const auto& c : configs) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration,
@@ -324,7 +346,8 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
     if (!r.vs_machine.empty()) {
       nlohmann::json vm = {{"gemm_dtype", report.vs_machine_dtype},
                            {"gemm_shape", {GemmProbe::kM, GemmProbe::kK, GemmProbe::kN}},
-                           {"gemm_packed_too", report.vs_machine_packed}};
+                           {"gemm_packed_too", report.vs_machine_packed},
+                           {"decode_weight_bytes", report.decode_weight_bytes}};
       for (const auto& [name, s] : r.vs_machine) vm[name] = spread_json(s);
       row["vs_machine"] = vm;
     }
@@ -441,17 +464,23 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
     out << "\nagainst this machine's GEMM rate (" << report.vs_machine_dtype << " torch::linear " << GemmProbe::kM << "x"
         << GemmProbe::kK << "x" << GemmProbe::kN
         << (report.vs_machine_packed ? ", the faster of the plain and the oneDNN-packed weight" : "") << ", timed for " << fmt("%g", o.vs_machine_seconds)
-        << " s before each timed request; per request: the stage's FLOP rate over that rate; median [min-max])\n";
-    std::snprintf(line, sizeof line, "%-14s %24s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill");
+        << " s before each timed request, and the memory read (sum of 1 GiB) for as long; per request: the stage's FLOP rate"
+        << " over that GEMM rate, and decode's weight bytes per second (" << fmt("%.3g", report.decode_weight_bytes / 1e9)
+        << " GB a step) over that read rate; median [min-max])\n";
+    std::snprintf(line, sizeof line, "%-14s %24s %21s %21s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill",
+                  "read GB/s", "decode");
     out << line;
     const auto range = [](const Spread& s, const char* f, double scale) {
       return fmt(f, s.median * scale) + " [" + fmt(f, s.min * scale) + "-" + fmt(f, s.max * scale) + "]";
     };
     for (const auto& r : report.rows) {
-      std::snprintf(line, sizeof line, "%-14s %24s %21s %21s\n", r.label().c_str(),
+      const auto decode = r.vs_machine.find("decode_share");
+      std::snprintf(line, sizeof line, "%-14s %24s %21s %21s %21s %21s\n", r.label().c_str(),
                     range(r.vs_machine.at("gemm_gflops"), "%.0f", 1).c_str(),
                     (range(r.vs_machine.at("vision_share"), "%.0f", 100) + " %").c_str(),
-                    (range(r.vs_machine.at("prefill_share"), "%.0f", 100) + " %").c_str());
+                    (range(r.vs_machine.at("prefill_share"), "%.0f", 100) + " %").c_str(),
+                    range(r.vs_machine.at("read_gbs"), "%.1f", 1).c_str(),
+                    decode == r.vs_machine.end() ? "- (one token)" : (range(decode->second, "%.0f", 100) + " %").c_str());
       out << line;
     }
   }

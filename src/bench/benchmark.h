@@ -41,8 +41,10 @@ struct BenchOptions {
   int profile_ops = 0;
   // > 0 (era_bench --vs-machine, CPU only): before each timed request, the machine's GEMM rate is
   // timed for this many seconds (bench/machine_limits.h, GemmProbe) in the dtype the vision
-  // tower's and prefill's products run in (float32 where they are widened), and each request's
-  // vision and prefill FLOP rates are given as shares of it (ConfigResult::vs_machine).
+  // tower's and prefill's products run in (float32 where they are widened), then its memory read
+  // rate for as long (ReadProbe); each request's vision and prefill FLOP rates are given as shares
+  // of the first, its decode weight bytes per second as a share of the second
+  // (ConfigResult::vs_machine).
   double vs_machine_seconds = 0;
 };
 
@@ -66,7 +68,9 @@ struct ConfigResult {
   OpProfile profile;  // BenchOptions::profile_ops > 0
   // BenchOptions::vs_machine_seconds > 0: "gemm_gflops" (the rate timed before each timed
   // request), "vision_share" ((vision + projector) FLOPs / vision ms, over that request's GEMM
-  // rate) and "prefill_share"; the shares are fractions (1 = the GEMM rate).
+  // rate) and "prefill_share"; "read_gbs" (the memory read rate timed before each request) and,
+  // where a request decoded more than one token, "decode_share" (BenchReport::decode_weight_bytes
+  // per decode step's mean time, over that request's read rate); the shares are fractions.
   std::map<std::string, Spread> vs_machine;
   std::string label() const;  // "full", "era@64"
 };
@@ -88,6 +92,7 @@ struct BenchReport {
   int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed
   std::string vs_machine_dtype;     // BenchOptions::vs_machine_seconds > 0: the dtype of the GEMM timed
   bool vs_machine_packed = false;   // ... and whether its rate is the faster of plain and oneDNN-packed (bench/machine_limits.h)
+  double decode_weight_bytes = 0;   // ... and the weight bytes one decode step reads (bench/flops.h, decode_step_weights)
   std::vector<ConfigResult> rows;
   PreparedInput input;         // the request's preprocessed image and prompt ids (same for every row)
   torch::Tensor pixel_values;  // float32 [crops, 3, S, S], what the vision tower got

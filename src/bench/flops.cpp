@@ -113,6 +113,8 @@ double prefill_flops(const ModelDims& m, int64_t prompt_tokens) { return m.layer
 
 double decode_step_flops(const ModelDims& m, int64_t context) { return m.layers * decode_layer(m, context) + lm_head(m); }
 
+double decode_step_weights(const ModelDims& m) { return m.layers * layer_weights(m) + lm_head(m) / 2; }
+
 double FlopCount::total() const {
   return vision + projector + prefill + decode_per_token * static_cast<double>(generated > 0 ? generated - 1 : 0);
 }

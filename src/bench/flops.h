@@ -64,6 +64,10 @@ double native_projector_flops(const ModelDims& m, const std::vector<std::array<i
 double projector_flops_per_crop(const ModelDims& m);
 double prefill_flops(const ModelDims& m, int64_t prompt_tokens);
 double decode_step_flops(const ModelDims& m, int64_t context);  // context = keys the step attends to
+// The weights one decode step reads: every decoder layer's projections and MLP, and the LM head
+// (the embedding table is only gathered). Times the bytes per weight: what a step must stream
+// from memory at least (era_bench --vs-machine gives decode as a share of the read rate).
+double decode_step_weights(const ModelDims& m);
 
 // The first `layers` decoder layers saw `prompt_tokens` (in-decoder pruning); none by default.
 struct EarlyLayers {

@@ -81,6 +81,13 @@ double GemmProbe::gflops(double seconds) const {
   return std::max(plain_gflops(seconds / 2), packed_gflops(seconds / 2));
 }
 
+ReadProbe::ReadProbe() : data_(torch::ones({kBytes / 4}, torch::kFloat)) {}
+
+double ReadProbe::gbs(double seconds) const {
+  torch::NoGradGuard no_grad;
+  return static_cast<double>(kBytes) / best_seconds([&] { (void)data_.sum(); }, seconds) / 1e9;
+}
+
 MachineLimits measure_machine(int threads, double seconds) {
   torch::NoGradGuard no_grad;
   MachineLimits m;
@@ -122,9 +129,8 @@ MachineLimits measure_machine(int threads, double seconds) {
     m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
     m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
   }
-  const int64_t bytes = int64_t{1} << 30;  // 1 GiB: far beyond any cache
-  const torch::Tensor big = torch::ones({bytes / 4}, torch::kFloat);
-  m.read_gbs = static_cast<double>(bytes) / best_seconds([&] { (void)big.sum(); }, slice) / 1e9;
+  m.read_gbs = ReadProbe().gbs(slice);
+  const int64_t bytes = ReadProbe::kBytes;
   const torch::Tensor src = torch::ones({bytes / 8}, torch::kFloat), dst = torch::empty_like(src);
   m.copy_gbs = static_cast<double>(bytes) / best_seconds([&] { dst.copy_(src); }, slice) / 1e9;
   return m;

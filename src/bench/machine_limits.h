@@ -59,4 +59,17 @@ class GemmProbe {
   torch::Tensor x_, w_, packed_;
 };
 
+// measure_machine's memory read (the sum of a 1 GiB tensor, far beyond any cache), kept to be
+// timed again and again as GemmProbe is: era_bench --vs-machine gives each request's decode
+// (weight bytes per token over time) as a share of the read rate of the same minute. Holds 1 GiB.
+class ReadProbe {
+ public:
+  ReadProbe();
+  double gbs(double seconds) const;  // the best of repeated reads for about `seconds`
+  static constexpr int64_t kBytes = int64_t{1} << 30;
+
+ private:
+  torch::Tensor data_;
+};
+
 }  // namespace era::bench

@@ -51,8 +51,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   app.add_option("--vs-machine", o.vs_machine_seconds,
                  "before each timed request, time this CPU's GEMM (as --machine, in the dtype the vision tower's and "
-                 "prefill's products run in) for this many seconds, and show each request's vision and prefill FLOP "
-                 "rates as shares of it (0 = off)")
+                 "prefill's products run in) and then its memory read for this many seconds each, and show each "
+                 "request's vision and prefill FLOP rates as shares of the first and its decode weight bytes per "
+                 "second as a share of the second (0 = off)")
       ->check(CLI::Range(0.0, 600.0));
   bool machine = false;
   app.add_flag("--machine", machine,

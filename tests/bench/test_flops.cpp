@@ -36,6 +36,9 @@ TEST(Flops, DecoderPrefillAndDecodeMatchACountOfTheModulesWeights) {
   }
   const double step = dims.layers * (2.0 * layer_weights + 4.0 * heads_x_dim * 50) + 2.0 * lm_head;
   EXPECT_DOUBLE_EQ(bench::decode_step_flops(dims, 50), step);
+  // what a step streams: every matrix of the decoder but the embedding table, which it gathers
+  EXPECT_DOUBLE_EQ(bench::decode_step_weights(dims), matrix_params(decoder, "") - matrix_params(decoder, "embed_tokens."));
+  EXPECT_DOUBLE_EQ(bench::decode_step_weights(dims), dims.layers * layer_weights + lm_head);
 }
 
 TEST(Flops, VisionAndProjectorMatchACountOfTheModulesWeights) {

@@ -10,6 +10,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "bench/flops.h"
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
 #include "model/int8_test_util.h"
@@ -232,7 +233,7 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
   for (const char* label : {"full", "era@16"}) {
     const auto& vm = row_of(j, label)["vs_machine"];
     EXPECT_EQ(vm["gemm_dtype"], "float32") << vm.dump();  // the fixture bundle is float32
-    for (const char* key : {"gemm_gflops", "vision_share", "prefill_share"}) {
+    for (const char* key : {"gemm_gflops", "vision_share", "prefill_share", "read_gbs", "decode_share"}) {
       const auto& s = vm[key];
       EXPECT_GT(s["min"].get<double>(), 0.0) << key << " " << vm.dump();
       EXPECT_LE(s["min"].get<double>(), s["median"].get<double>()) << key;
@@ -245,8 +246,16 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
                          " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
     ASSERT_EQ(b.exit_code, 0) << b.err;
     const auto out = nlohmann::json::parse(b.out);
-    const auto& vm = row_of(out, "era@16")["vs_machine"];
+    const auto& row = row_of(out, "era@16");
+    const auto& vm = row["vs_machine"];
     EXPECT_EQ(vm["gemm_dtype"], mode == "native" ? "bfloat16" : "float32");
+    // decode: the step's weight bytes (every decoder matrix but the embeddings, 2 bytes each in
+    // bf16) per second over the read rate timed before the one request
+    const double weights = bench::decode_step_weights(bench::read_model_dims(test::bundle_dir()));
+    EXPECT_DOUBLE_EQ(vm["decode_weight_bytes"].get<double>(), 2 * weights);
+    const double step_s = row["ms"]["decode_per_token"]["median"].get<double>() / 1e3;
+    EXPECT_NEAR(vm["decode_share"]["median"].get<double>(),
+                2 * weights / step_s / (vm["read_gbs"]["median"].get<double>() * 1e9), 1e-6) << row.dump();
     // a bf16 GEMM also with its weight packed for oneDNN where sessions pack (model/onednn_linear.h)
     const bool packs = mode == "native" && cpu_packs_bf16_for_onednn();
     EXPECT_EQ(vm["gemm_packed_too"], packs) << vm.dump();
@@ -293,10 +302,13 @@ TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
   for (const std::string& int8_bundle : {test::int8_bundle_dir(), test::int8_dynamic_bundle_dir()}) {
     SCOPED_TRACE(int8_bundle);
     const auto r = test::run_command(test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
-                                     "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+                                     "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_TRUE(j.contains("int8")) << r.out;
+    // a decode step streams one byte per int8 weight (--vs-machine's decode share)
+    EXPECT_DOUBLE_EQ(row_of(j, "era@16")["vs_machine"]["decode_weight_bytes"].get<double>(),
+                     bench::decode_step_weights(bench::read_model_dims(int8_bundle)));
     const std::string engine = j["int8"]["engine"], scheme = j["int8"]["scheme"];
     const int64_t freed = j["int8"]["freed_weight_copies_bytes"];
     EXPECT_EQ(scheme, read_manifest(int8_bundle).int8_scheme);
