@@ -27,9 +27,10 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
   torch::manual_seed(0);
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
     for (const int64_t rows : {1, 2, 3, 4}) {
-      // K: whole vectors, a tail of 3, fewer than one vector; N: one block, blocks plus a tail,
-      // enough rows for both threads (chunk edges off the 4-row blocks)
-      for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}}) {
+      // K: whole vectors, a tail of 3, fewer than one vector, and a block of 4 rows too large to
+      // prefetch into L1 (over 16 KB: prefetched to L2); N: one block, blocks plus a tail, enough
+      // rows for both threads (chunk edges off the 4-row blocks)
+      for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}}) {
         for (const bool with_bias : {false, true}) {
           const torch::Tensor x = torch::randn({rows, K}).to(dtype), w = torch::randn({N, K}).to(dtype);
           c10::optional<torch::Tensor> b;

@@ -66,9 +66,10 @@ void expect_close(const torch::Tensor& got, const torch::Tensor& x, const Int8We
 TEST(Int8Linear, EqualsTheScaledInt8ProductOnTheKernelAndTheGemmPath) {
   torch::manual_seed(0);
   for (const int64_t rows : {1, 2, 3, 4, 5, 9}) {
-    // K: whole vectors, a tail of 3, fewer than one vector; N: one block, blocks plus a tail,
-    // enough rows for both threads (task edges off the 4-row blocks)
-    for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}}) {
+    // K: whole vectors, a tail of 3, fewer than one vector, a block of 4 rows over 16 KB (its
+    // prefetch goes to L2, model/cpu_gemv.cpp); N: one block, blocks plus a tail, enough rows for
+    // both threads (task edges off the 4-row blocks)
+    for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}}) {
       for (const bool with_bias : {false, true}) {
         for (const int64_t gemv_rows : {int64_t{0}, kGemvMaxRows}) {
           const Int8Weight w = random_weight(N, K, with_bias);
