@@ -98,7 +98,8 @@ double layer_weights(const ModelDims& m) {
                Hkvd = static_cast<double>(m.kv_heads) * m.head_dim, F = m.intermediate;
   return 2 * D * Hd + 2 * D * Hkvd + 3 * D * F;
 }
-double lm_head(const ModelDims& m) { return 2.0 * m.hidden * m.vocab; }
+double lm_head_weights(const ModelDims& m) { return static_cast<double>(m.hidden) * m.vocab; }
+double lm_head(const ModelDims& m) { return 2.0 * lm_head_weights(m); }
 double prefill_layer(const ModelDims& m, int64_t prompt_tokens) {
   const double T = prompt_tokens, Hd = static_cast<double>(m.heads) * m.head_dim;
   return 2.0 * T * layer_weights(m) + 4.0 * Hd * T * (T + 1) / 2;
@@ -113,7 +114,7 @@ double prefill_flops(const ModelDims& m, int64_t prompt_tokens) { return m.layer
 
 double decode_step_flops(const ModelDims& m, int64_t context) { return m.layers * decode_layer(m, context) + lm_head(m); }
 
-double decode_step_weights(const ModelDims& m) { return m.layers * layer_weights(m) + lm_head(m) / 2; }
+double decode_step_weights(const ModelDims& m) { return m.layers * layer_weights(m) + lm_head_weights(m); }
 
 double FlopCount::total() const {
   return vision + projector + prefill + decode_per_token * static_cast<double>(generated > 0 ? generated - 1 : 0);

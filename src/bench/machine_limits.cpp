@@ -130,7 +130,7 @@ MachineLimits measure_machine(int threads, double seconds) {
     m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
   }
   m.read_gbs = ReadProbe().gbs(slice);
-  const int64_t bytes = ReadProbe::kBytes;
+  const int64_t bytes = int64_t{1} << 30;  // 512 MiB read + 512 MiB written
   const torch::Tensor src = torch::ones({bytes / 8}, torch::kFloat), dst = torch::empty_like(src);
   m.copy_gbs = static_cast<double>(bytes) / best_seconds([&] { dst.copy_(src); }, slice) / 1e9;
   return m;
