@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -37,6 +38,15 @@ inline std::string scratch_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
+}
+
+// scratch_dir named after the running test (suite.name), so that tests which share a fixture, and
+// which ctest runs in parallel processes, never share files.
+inline std::string scratch_dir_for_this_test() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests are named "Prefix/Suite.Name/0"
+  return scratch_dir(name);
 }
 
 inline std::string read_file(const std::string& path) {

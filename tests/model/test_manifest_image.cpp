@@ -94,9 +94,7 @@ TEST(ManifestImage, AnyresMaxTilesIsReadAndChecked) {
 
 // Through read_manifest: a bundle whose mode is unknown does not load.
 TEST(ManifestImage, ReadManifestRefusesAnUnknownMode) {
-  const fs::path dir = fs::path(test::testdata_dir()) / "scratch" / "manifest_image";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = test::scratch_dir_for_this_test();
   json m;
   {
     std::ifstream in(test::bundle_dir() + "/manifest.json");

@@ -123,10 +123,11 @@ TEST(SlidingWindow, ContextIsTheSmallerOfWindowAndPositions) {
 
 class ManifestPrompt : public ::testing::Test {
  protected:
-  // A copy of the test bundle's manifest, edited by `change`, read back.
+  // A copy of the test bundle's manifest, edited by `change`, read back. Each test has its own
+  // folder: ctest runs these tests as separate processes at once, and a shared manifest.json was
+  // rewritten by one test while another read it (CI, stop 43).
   Manifest read_with(const std::function<void(nlohmann::json&)>& change) {
-    const fs::path dir = fs::path(test::testdata_dir()) / "scratch" / "manifest_prompt";
-    fs::create_directories(dir);
+    const fs::path dir = test::scratch_dir_for_this_test();
     std::ifstream in(test::bundle_dir() + "/manifest.json");
     nlohmann::json j = nlohmann::json::parse(in);
     change(j);
