@@ -18,6 +18,7 @@
 #include "pipeline/session_internals.h"
 #include "reduce/registry.h"
 #include "report/result_json.h"
+#include "util/kernel_threads.h"
 #include "util/npy.h"
 
 namespace era::bench {
@@ -228,6 +229,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.peak_during_open = memory.peak();
   report.model = session.info();
   report.threads = at::get_num_threads();
+  report.kernel_threads = kernel_threads();
   report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
@@ -281,6 +283,8 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["device"] = report.model.device;
   j["dtype"] = report.model.dtype;
   j["threads"] = report.threads;
+  j["kernel_threads"] = report.kernel_threads;
+  if (!report.model.performance_note.empty()) j["performance_note"] = report.model.performance_note;
   j["cpu_matmul"] = {{"mode", o.session.cpu_matmul},
                      {"float32_from_rows", report.cpu_upcast_min_rows},
                      {"onednn_packed_linears", report.onednn_packed_linears}};
@@ -372,6 +376,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   std::ostringstream out;
   out << "era_bench: " << report.model.name << " (" << report.model.arch << ", " << report.model.dtype << ", "
       << report.model.device << ", " << report.threads << " threads"
+      << (report.kernel_threads != report.threads ? " (era's decode kernel " + std::to_string(report.kernel_threads) + ")" : "")
       << (report.cpu_upcast_min_rows == 1   ? ", matmuls in float32"
           : report.cpu_upcast_min_rows > 1 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows"
                                             : "")
@@ -379,6 +384,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       << ") | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";
+  if (!report.model.performance_note.empty()) out << "note: " << report.model.performance_note << "\n";
   out << (o.video.empty() ? "image " + o.image
                           : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
       << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup

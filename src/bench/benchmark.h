@@ -84,6 +84,7 @@ struct BenchReport {
   int64_t resident_before_open = 0, resident_after_open = 0;
   int64_t peak_during_open = 0;  // the high-water mark while the bundle loaded (int8: packing)
   int threads = 0;
+  int kernel_threads = 0;  // era's decode kernel (util/kernel_threads.h): more than `threads` beside a pthread OpenBLAS
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
   int onednn_packed_linears = 0;    // vision / projector linears packed for oneDNN at load (model/onednn_linear.h)

@@ -14,6 +14,8 @@
 #include "model/int8_linear.h"
 #include "model/onednn_linear.h"
 #include "util/cpu_threads.h"
+#include "util/kernel_threads.h"
+#include "util/openblas_core.h"
 
 namespace era::bench {
 namespace {
@@ -92,6 +94,8 @@ MachineLimits measure_machine(int threads, double seconds) {
   torch::NoGradGuard no_grad;
   MachineLimits m;
   m.threads = configure_cpu_threads(threads);  // the thread count a Session would use
+  m.kernel_threads = kernel_threads();
+  if (!at::hasMKL()) m.openblas_core = openblas_core_name();
   const double slice = seconds / 10.0;
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     const auto opt = torch::TensorOptions().dtype(dtype);
@@ -140,7 +144,9 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights; " << m.threads << " threads, best of repeated runs)\n";
+        "kernel on bf16 / int8 weights; " << m.threads << " threads"
+     << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
+     << ", best of repeated runs)\n";
   for (const auto& g : m.gemm) {
     std::snprintf(line, sizeof line, "  GEMM %-8s %lldx%lldx%lld (torch::linear)   %8.1f GFLOP/s\n", g.dtype.c_str(),
                   static_cast<long long>(g.m), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops);
@@ -156,6 +162,7 @@ std::string format_machine(const MachineLimits& m) {
   os << line;
   std::snprintf(line, sizeof line, "  memory copy (512 MiB, read + written)      %8.1f GB/s\n", m.copy_gbs);
   os << line;
+  if (!m.openblas_core.empty()) os << "  LibTorch's BLAS: OpenBLAS, " << m.openblas_core << " kernels\n";
   return os.str();
 }
 

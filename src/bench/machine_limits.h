@@ -22,6 +22,8 @@ struct GemmRate {
 
 struct MachineLimits {
   int threads = 0;
+  int kernel_threads = 0;            // era's decode kernel's (the era-bf16 / era-int8 rows)
+  std::string openblas_core;         // where LibTorch multiplies in OpenBLAS: its kernel set ("" with MKL)
   std::vector<GemmRate> gemm;        // prefill-like products per dtype
   std::vector<GemmRate> gemv;        // one-row products per dtype (gflops), see gemv_gbs
   std::vector<double> gemv_gbs;      // their weight bytes per second

@@ -20,6 +20,7 @@
 #include "cli/build_info.h"
 #include "era/error.h"
 #include "era/version.h"
+#include "util/openblas_core.h"
 
 namespace era::cli {
 
@@ -41,6 +42,7 @@ inline std::string version_line(const std::string& tool) {
          ERA_BUILD_TYPE + " build)";
 }
 
+// First restarts the process where OpenBLAS runs kernels below this CPU's (util/openblas_core.h).
 // Parses `argv` into `app` (--help and --version print and exit 0; a parse error prints one line
 // and exits 2),
 // then runs `body`. An era::Error prints "<tool>: error: <message>" and exits 2 (3 for kRuntime),
@@ -48,6 +50,7 @@ inline std::string version_line(const std::string& tool) {
 // (era_eval's "merge" subcommand), so it is read when the error is printed.
 inline int run_tool(const std::function<std::string()>& tool, CLI::App& app, int argc, char** argv,
                     const std::function<int()>& body) {
+  restart_for_openblas_core(argv);
   app.set_version_flag("--version", version_line(tool()), "print the era version and the build, then exit");
   try {
     app.parse(argc, argv);

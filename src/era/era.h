@@ -183,6 +183,10 @@ struct ModelInfo {
   int64_t tokens_per_crop = 0;          // vision tokens of one 336 px crop (576)
   int64_t max_context = 0;
   std::string tokenizer_shim;  // the libera_sentencepiece.so this process loaded
+  // Empty, or what slows this process down and how to fix it: where Debian's OpenBLAS does not
+  // know this CPU and runs its SSE3 kernels (float32 products ~7x slower), the OPENBLAS_CORETYPE
+  // to set before the program starts. era's command-line tools set it themselves.
+  std::string performance_note;
 };
 
 // Throws era::Error(kInvalidArgument) naming the field if `request` can never run: a field out

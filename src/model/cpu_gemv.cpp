@@ -12,6 +12,7 @@
 #include "model/int8_linear.h"
 #include "model/linear_shape.h"
 #include "model/onednn_linear.h"
+#include "util/kernel_threads.h"
 
 namespace era {
 
@@ -179,7 +180,7 @@ bool kernel_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 template <Format F>
 void run_rows(const float* x, int64_t M, const torch::Tensor& w, int64_t K, int64_t N, float* y) {
   const auto* wp = static_cast<const Elem<F>*>(w.data_ptr());
-  at::parallel_for(0, N, kRowsPerTask, [&](int64_t n0, int64_t n1) { rows_kernel<F>(x, M, wp, K, N, n0, n1, y); });
+  kernel_parallel_for(0, N, kRowsPerTask, [&](int64_t n0, int64_t n1) { rows_kernel<F>(x, M, wp, K, N, n0, n1, y); });
 }
 
 torch::Tensor gemv_operator(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
@@ -221,13 +222,9 @@ torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, c
 }
 
 int parallel_for_threads() {
-  std::atomic<int> most{0};
-  at::parallel_for(0, 1 << 16, 1, [&](int64_t, int64_t) {
-    const int t = at::get_thread_num() + 1;
-    for (int seen = most.load(); seen < t && !most.compare_exchange_weak(seen, t);) {
-    }
-  });
-  return most.load();
+  std::atomic<int> pieces{0};  // one per thread: the loop hands each thread one contiguous piece
+  kernel_parallel_for(0, 1 << 16, 1, [&](int64_t, int64_t) { pieces.fetch_add(1); });
+  return pieces.load();
 }
 
 // The registrations below run when this object is linked in; int8_linear.cpp's with it.

@@ -38,8 +38,8 @@ torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // caller checks gemv_kernel_available() and the shapes (gemv_linear; model/int8_linear.h).
 torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight);
 
-// How many of LibTorch's intra-op threads an at::parallel_for in era's kernels reaches (its
-// OpenMP build runs the loop on its pool only in files compiled with OpenMP: CMakeLists.txt).
+// How many threads the kernel's loop reaches (util/kernel_threads.h: kernel_threads(), when its
+// file is compiled with OpenMP, as CMakeLists.txt sees to; one otherwise).
 int parallel_for_threads();
 
 // Makes sure the `era::` operators are registered before a bundle that calls them is loaded

@@ -25,6 +25,7 @@
 #include "text/tokenizer.h"
 #include "util/cpu_threads.h"
 #include "util/device.h"
+#include "util/openblas_core.h"
 #include "util/stage_scope.h"
 #include "util/stopwatch.h"
 
@@ -270,6 +271,13 @@ ModelInfo Session::info() const {
   i.tokens_per_crop = b.manifest.vision.tokens_per_crop;
   i.max_context = impl_->max_context();
   i.tokenizer_shim = sentencepiece_shim_path();  // loaded by open(): cannot throw here
+  if (b.device.is_cpu()) {
+    const std::string core = openblas_core_for_this_process();
+    if (!core.empty())
+      i.performance_note = "OpenBLAS runs its " + openblas_core_name() +
+                           " kernels on this CPU (a model newer than the library): set OPENBLAS_CORETYPE=" + core +
+                           " before the program starts";
+  }
   return i;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "era/error.h"
+#include "util/kernel_threads.h"
 
 namespace era {
 
@@ -38,6 +39,7 @@ CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_se
   CpuThreadPlan plan;
   if (requested > 0) {
     plan.torch_threads = requested;
+    plan.kernel_threads = requested;
     return plan;
   }
   if (torch_env_set) return plan;
@@ -46,6 +48,8 @@ CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_se
     return plan;
   }
   plan.torch_threads = matmuls_in_blas ? 1 : usable_cpus;
+  // era's decode kernel runs between OpenBLAS's products, never beside them: every CPU.
+  plan.kernel_threads = usable_cpus;
   // Set both ways: an earlier session of this process may have shrunk OpenBLAS's pool.
   if (!blas_env_set) plan.blas_threads = matmuls_in_blas ? usable_cpus : 1;
   return plan;
@@ -63,6 +67,7 @@ int configure_cpu_threads(int requested, bool matmuls_in_blas) {
   const CpuThreadPlan plan =
       plan_cpu_threads(requested, usable_cpu_count(), torch_env, blas_runs_own_threads(), blas_env, matmuls_in_blas);
   if (plan.torch_threads > 0 && at::get_num_threads() != plan.torch_threads) at::set_num_threads(plan.torch_threads);
+  set_kernel_threads(plan.kernel_threads);
   if (plan.blas_threads > 0) {
     using SetThreads = void (*)(int);
     const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));

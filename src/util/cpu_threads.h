@@ -13,10 +13,12 @@ int usable_cpu_count();
 // one (and 737 with 2 threads over libopenblas0-openmp, which shares LibTorch's OpenMP pool).
 bool blas_runs_own_threads();
 
-// How many threads LibTorch and OpenBLAS get (0 = leave as it is).
+// How many threads LibTorch and OpenBLAS get (0 = leave as it is), and era's own kernels
+// (util/kernel_threads.h; 0 = as many as LibTorch).
 struct CpuThreadPlan {
   int torch_threads = 0;
   int blas_threads = 0;
+  int kernel_threads = 0;
 };
 
 // The policy, without side effects. `requested` > 0 wins. Otherwise, unless the environment sets
@@ -29,6 +31,8 @@ struct CpuThreadPlan {
 // with LibTorch's: on the AMX Xeon VM of the README, Debian route, a request of the 7B-width bf16
 // model took 8.4-9.4 s with one LibTorch thread and 4.8-5.2 s with two and OpenBLAS at one).
 // OpenBLAS is left alone where OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS is set (`blas_env_set`).
+// era's decode kernel gets every CPU beside such an OpenBLAS whatever LibTorch gets (it runs
+// between OpenBLAS's products, not beside them), and the requested count where one is requested.
 CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
                                bool blas_env_set, bool matmuls_in_blas);
 

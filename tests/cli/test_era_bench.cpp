@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include "model/manifest.h"
 #include "model/onednn_linear.h"
 #include "test_support.h"
+#include "util/cpu_threads.h"
 
 namespace era {
 namespace {
@@ -41,6 +43,10 @@ TEST(EraBenchCli, JsonReportHasEveryColumnWithConsistentValues) {
   const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
   ASSERT_EQ(j["rows"].size(), 3u);
   const Manifest m = read_manifest(test::bundle_dir());
+
+  // era's decode kernel: every CPU beside a pthread OpenBLAS (LibTorch then has one), else LibTorch's count
+  const bool env = std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS");
+  EXPECT_EQ(j["kernel_threads"].get<int>(), blas_runs_own_threads() && !env ? usable_cpu_count() : j["threads"].get<int>());
 
   const auto& full = row_of(j, "full");
   EXPECT_EQ(full["visual_tokens"], m.vision.num_patches);

@@ -13,6 +13,7 @@
 #include "model/cpu_matmul.h"
 #include "model/linear_test_util.h"
 #include "test_support.h"
+#include "util/kernel_threads.h"
 
 namespace era {
 namespace {
@@ -71,7 +72,26 @@ TEST(CpuGemv, OutsideItsDomainIsLibTorchsProduct) {
 TEST(CpuGemv, RunsOnEveryIntraOpThread) {
   const int before = at::get_num_threads();
   at::set_num_threads(2);
-  EXPECT_EQ(parallel_for_threads(), 2) << "era's at::parallel_for ran on one thread: its file lacks OpenMP";
+  set_kernel_threads(0);  // follow LibTorch (a session opened earlier in this process may have set it)
+  EXPECT_EQ(parallel_for_threads(), 2) << "era's kernel loop ran on one thread: its file lacks OpenMP";
+  at::set_num_threads(before);
+}
+
+// Beside Debian's pthread OpenBLAS a session keeps LibTorch at one thread; the decode kernel still
+// takes the count the session set for it (util/kernel_threads.h).
+TEST(CpuGemv, RunsOnTheKernelThreadsWhereLibTorchKeepsOne) {
+  const int before = at::get_num_threads();
+  at::set_num_threads(1);
+  set_kernel_threads(2);
+  EXPECT_EQ(parallel_for_threads(), 2);
+  // and the product is the same on one thread and on two
+  torch::manual_seed(3);
+  const torch::Tensor w = torch::randn({37, 4100}).to(torch::kBFloat16), x = torch::randn({2, 4100});
+  const torch::Tensor two = gemv_products(x, w);
+  set_kernel_threads(1);
+  EXPECT_EQ(parallel_for_threads(), 1);
+  EXPECT_TRUE(torch::equal(gemv_products(x, w), two));
+  set_kernel_threads(0);
   at::set_num_threads(before);
 }
 

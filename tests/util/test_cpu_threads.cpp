@@ -10,6 +10,7 @@
 #include "era/era.h"
 #include "test_support.h"
 #include "util/cpu_threads.h"
+#include "util/kernel_threads.h"
 
 namespace era {
 namespace {
@@ -31,18 +32,23 @@ TEST(CpuThreads, PlanGivesTheCoresToWhicheverPoolRunsTheProducts) {
   auto plan = plan_cpu_threads(3, 8, true, true, false, true);
   EXPECT_EQ(plan.torch_threads, 3);  // an explicit count wins, OpenBLAS untouched
   EXPECT_EQ(plan.blas_threads, 0);
+  EXPECT_EQ(plan.kernel_threads, 3);  // era's kernel too
   plan = plan_cpu_threads(0, 8, true, true, false, false);
   EXPECT_EQ(plan.torch_threads, 0);  // OMP_NUM_THREADS / MKL_NUM_THREADS stand
   EXPECT_EQ(plan.blas_threads, 0);
+  EXPECT_EQ(plan.kernel_threads, 0);  // and era's kernel follows them
   plan = plan_cpu_threads(0, 8, false, false, false, true);
   EXPECT_EQ(plan.torch_threads, 8);  // MKL or OpenMP OpenBLAS: one pool, every CPU
   EXPECT_EQ(plan.blas_threads, 0);
+  EXPECT_EQ(plan.kernel_threads, 0);
   plan = plan_cpu_threads(0, 8, false, true, false, true);
   EXPECT_EQ(plan.torch_threads, 1);  // float32 products in pthread OpenBLAS: it gets the cores
   EXPECT_EQ(plan.blas_threads, 8);
+  EXPECT_EQ(plan.kernel_threads, 8);  // and so does the decode kernel, which runs between them
   plan = plan_cpu_threads(0, 8, false, true, false, false);
   EXPECT_EQ(plan.torch_threads, 8);  // bf16 products in oneDNN: LibTorch gets them
   EXPECT_EQ(plan.blas_threads, 1);
+  EXPECT_EQ(plan.kernel_threads, 8);
   plan = plan_cpu_threads(0, 8, false, true, true, false);
   EXPECT_EQ(plan.torch_threads, 8);
   EXPECT_EQ(plan.blas_threads, 0);  // OPENBLAS_NUM_THREADS stands
@@ -73,14 +79,20 @@ TEST(CpuThreads, SessionSizesThePoolsByWhereItsProductsRun) {
   o.cpu_matmul = "native";  // bf16 products in LibTorch's own kernels (oneDNN), on any CPU
   { Session s = Session::open(test::bundle_dir(), o); }
   EXPECT_EQ(at::get_num_threads(), cpus);
+  EXPECT_EQ(kernel_threads(), cpus);
   if (blas_runs_own_threads()) EXPECT_EQ(openblas_threads(), 1);
   o.cpu_matmul = "float32";  // widened: the products run in the float32 BLAS
   { Session s = Session::open(test::bundle_dir(), o); }
   EXPECT_EQ(at::get_num_threads(), blas_runs_own_threads() ? 1 : cpus);
+  EXPECT_EQ(kernel_threads(), cpus);  // the decode kernel: every CPU, beside either BLAS
   if (blas_runs_own_threads()) EXPECT_EQ(openblas_threads(), cpus);
+  o.num_threads = 1;
+  { Session s = Session::open(test::bundle_dir(), o); }
+  EXPECT_EQ(kernel_threads(), 1);  // an explicit count holds for era's kernel too
   o.num_threads = 1025;
   test::expect_invalid_argument([&] { Session::open(test::bundle_dir(), o); }, "num_threads 1025");
   at::set_num_threads(before);
+  set_kernel_threads(0);
 }
 
 }  // namespace

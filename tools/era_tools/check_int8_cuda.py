@@ -50,6 +50,7 @@ ROOT = os.path.dirname(TOOLS)  # the checkout, where era's sources are
 # one is an undefined symbol only when the library loads, on the GPU machine.
 OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/onednn_linear.cpp",
               "src/model/cpu_widened_linear.cpp", "src/model/int8_linear_cuda.cu", "src/util/device.cpp",
+              "src/util/kernel_threads.cpp",
               "src/era/error.cpp"]
 # The 7B model's per-layer linear shapes (N x K): q/k/v/o, gate/up, down
 LAYER_SHAPES = ((4096, 4096), (11008, 4096), (4096, 11008))
