@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -17,17 +19,25 @@ std::string openblas_core_name() {
 }
 
 std::string openblas_core_to_request(const std::string& core, bool avx2_fma, bool avx512) {
-  // OpenBLAS's x86 kernel sets below AVX2 (its names, as openblas_get_corename() gives them; it
-  // reports them in lower case in some versions, so both spellings are listed).
+  // OpenBLAS's x86 kernel sets below AVX2, compared in lower case (openblas_get_corename()
+  // capitalises them in some versions and not in others).
   static const std::set<std::string> below_avx2 = {
-      "Katmai",  "Coppermine", "Northwood",  "Prescott", "Banias",    "Core2",       "Penryn",
-      "Dunnington", "Nehalem", "Atom",       "Sandybridge", "Athlon", "Opteron",     "Opteron_SSE3",
-      "Barcelona", "Bobcat",   "Bulldozer",  "Piledriver", "Steamroller",
-      "katmai",  "coppermine", "northwood",  "prescott", "banias",    "core2",       "penryn",
-      "dunnington", "nehalem", "atom",       "sandybridge", "athlon", "opteron",     "opteron_sse3",
-      "barcelona", "bobcat",   "bulldozer",  "piledriver", "steamroller"};
-  if (!avx2_fma || below_avx2.count(core) == 0) return "";
+      "katmai", "coppermine", "northwood", "prescott", "banias",  "core2",        "penryn",    "dunnington", "nehalem",
+      "atom",   "sandybridge", "athlon",   "opteron",  "opteron_sse3", "barcelona", "bobcat", "bulldozer",  "piledriver",
+      "steamroller"};
+  std::string lower = core;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!avx2_fma || below_avx2.count(lower) == 0) return "";
   return avx512 ? "SkylakeX" : "Haswell";
+}
+
+std::string openblas_core_to_request(const std::string& core) {
+  __builtin_cpu_init();
+  const bool avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+  return openblas_core_to_request(core, avx2_fma, avx512);
 }
 
 std::string openblas_core_for_this_process() {
@@ -36,13 +46,7 @@ std::string openblas_core_for_this_process() {
   if (dlsym(RTLD_DEFAULT, "mkl_get_max_threads") != nullptr || dlsym(RTLD_DEFAULT, "MKL_Get_Max_Threads") != nullptr)
     return "";
   const std::string core = openblas_core_name();
-  if (core.empty()) return "";
-  __builtin_cpu_init();
-  const bool avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512vl");
-  return openblas_core_to_request(core, avx2_fma, avx512);
+  return core.empty() ? "" : openblas_core_to_request(core);
 }
 
 void restart_for_openblas_core(char** argv) {

@@ -22,6 +22,8 @@ std::string openblas_core_name();
 // replaced: by "SkylakeX" where the CPU has AVX-512 (F, CD, BW, DQ, VL), else by "Haswell". A
 // choice OpenBLAS made knowingly (Haswell or Zen kernels on an AVX-512 CPU, say) stands.
 std::string openblas_core_to_request(const std::string& core, bool avx2_fma, bool avx512);
+// The same on this CPU's features.
+std::string openblas_core_to_request(const std::string& core);
 
 // For this process: openblas_core_to_request for the loaded OpenBLAS and this CPU, or "" where no
 // OpenBLAS is loaded, LibTorch multiplies with MKL (PyPI's; OpenBLAS then only serves OpenCV's
