@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/cpu_widened_attention.h"
 #include "model/cpu_widened_linear.h"
 #include "model/int8_linear.h"
 #include "model/linear_shape.h"
@@ -232,6 +233,7 @@ void register_era_operators() {
   register_int8_linear_operator();
   register_onednn_linear_operator();
   register_widened_linear_operator();
+  register_widened_attention_operator();
 }
 
 // The bundle format's operators (the schema is fixed: bundles carry calls to it).

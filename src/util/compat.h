@@ -38,6 +38,12 @@ inline std::vector<at::QEngine> quantized_engines_by_preference() {
 // operators up by name; this says where they are expected (the tests check it).
 inline constexpr bool kHasOnednnPackedLinear = ERA_TORCH_AT_LEAST(2, 0);
 
+// How LibTorch multiplies a bf16 tensor by a number (TorchScript's `scores * scale`): 1.13 rounds
+// the number to bf16 first, 2.x multiplies by it in float32. Measured: x * 1/sqrt(32) over 10^5
+// bf16 values equals x * bf16(1/sqrt(32)) everywhere on 1.13 and x * float(1/sqrt(32)) everywhere
+// on 2.11 (they differ in 2.5 % of the values). model/cpu_widened_attention.cpp follows it.
+inline constexpr bool kBf16TimesScalarRoundsTheScalar = !ERA_TORCH_AT_LEAST(2, 0);
+
 // at::scaled_dot_product_attention exists from 2.0; its `scale` argument from 2.1.
 inline constexpr bool kHasSdpa = ERA_TORCH_AT_LEAST(2, 1);
 

@@ -186,6 +186,29 @@ class AttentionCoreTest(unittest.TestCase):
             # sdpa keeps them in float32: both within bf16 rounding of the float32 formula
             self.assertLess(float((got.float() - want).abs().max()), 0.02, name)
 
+    def test_math_cores_widen_through_era_widened_attention(self):
+        """The math cores hand widened calls to era::widened_attention (the C++ runtime's per-head
+        kernel, src/model/cpu_widened_attention.h; Python defines it with the formula in
+        era_ops.py): HF's eager bf16 numerics with float32 products, the causal rule with the
+        chunk's offset, and the tower's unmasked form."""
+        core = torch.jit.script(lm.MathAttention(0.125))
+        vision = torch.jit.script(lm.VisionMathCore(0.125))
+        for m in (core, vision):
+            self.assertIn("ops.era.widened_attention(", m.code)
+        core.cpu_upcast_min_rows = ROWS
+        torch.manual_seed(7)
+        scale = 1 / math.sqrt(40)
+        for tq, tk in ((12, 12), (9, 20)):  # a prefill, and a later chunk (offset 11)
+            q = torch.randn(1, 2, tq, 40, dtype=BF16)
+            k, v = (torch.randn(1, 2, tk, 40, dtype=BF16) for _ in range(2))
+            core.scale = scale
+            s = (torch.matmul(q.float(), k.float().transpose(-1, -2)).to(BF16) * scale).float()
+            s = s.masked_fill(lm.hidden_keys(tq, tk, tk - tq, q.device), float("-inf"))
+            want = torch.matmul(torch.softmax(s, dim=-1).to(BF16).float(), v.float()).to(BF16)
+            self.assertTrue(torch.equal(core(q, k, v, tk - tq), want), (tq, tk))
+        q, k, v = (torch.randn(1, 2, 15, 64, dtype=BF16) for _ in range(3))
+        self.assertTrue(torch.equal(vision(q, k, v, True), torch.ops.era.widened_attention(q, k, v, 0.125, 0, False)))
+
     def test_decode_step_is_unchanged(self):
         torch.manual_seed(2)
         q = torch.randn(1, 4, 1, 64, dtype=BF16)

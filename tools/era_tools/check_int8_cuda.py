@@ -49,7 +49,8 @@ ROOT = os.path.dirname(TOOLS)  # the checkout, where era's sources are
 # file these include a header of is listed (tests/python/test_int8_weights.py checks): a missing
 # one is an undefined symbol only when the library loads, on the GPU machine.
 OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/onednn_linear.cpp",
-              "src/model/cpu_widened_linear.cpp", "src/model/int8_linear_cuda.cu", "src/util/device.cpp",
+              "src/model/cpu_widened_linear.cpp", "src/model/cpu_widened_attention.cpp",
+              "src/model/cpu_convert.cpp", "src/model/int8_linear_cuda.cu", "src/util/device.cpp",
               "src/util/kernel_threads.cpp",
               "src/era/error.cpp"]
 # The 7B model's per-layer linear shapes (N x K): q/k/v/o, gate/up, down

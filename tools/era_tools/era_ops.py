@@ -24,6 +24,13 @@ The schemas are part of the bundle format: never change one, add a new operator 
       dtype. In C++ (src/model/cpu_widened_linear.h): the weight converted a slice at a time into
       a buffer kept per thread, LibTorch's float32 GEMM writing each slice's columns in place.
       Linear calls it where the runtime widens bf16 / fp16 products on the CPU.
+  era::widened_attention(Tensor q, Tensor k, Tensor v, float scale, int causal_offset,
+                         bool causal) -> Tensor
+      = HF's eager attention of a bf16 / fp16 model with float32 products: S = (q @ k^T) rounded
+      to q's dtype, times scale, the softmax in float32 (keys after causal_offset + t at -inf
+      where causal) rounded to q's dtype, times v in float32, rounded. In C++
+      (src/model/cpu_widened_attention.h): one head at a time, its scores kept in cache. The math
+      attention cores call it where the runtime widens products on the CPU.
 """
 import torch
 import torch.nn.functional as F
@@ -32,7 +39,9 @@ SCHEMAS = {"gemv": "gemv(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
            "int8_linear": "int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, "
                           "int gemv_max_rows, int upcast_min_rows) -> Tensor",
            "onednn_linear": "onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
-           "widened_linear": "widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor"}
+           "widened_linear": "widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
+           "widened_attention": "widened_attention(Tensor q, Tensor k, Tensor v, float scale, "
+                                "int causal_offset, bool causal) -> Tensor"}
 
 
 def _gemv(x, weight, bias):
@@ -58,8 +67,18 @@ def _widened_linear(x, weight, bias):
     return F.linear(x.float(), weight.float(), None if bias is None else bias.float()).to(x.dtype)
 
 
+def _widened_attention(q, k, v, scale, causal_offset, causal):
+    s = (torch.matmul(q.float(), k.float().transpose(-1, -2)).to(q.dtype) * scale).float()
+    if causal:
+        tq, tk = q.shape[2], k.shape[2]
+        query_pos = torch.arange(tq, device=q.device).unsqueeze(1) + causal_offset
+        s = s.masked_fill(torch.arange(tk, device=q.device).unsqueeze(0) > query_pos, float("-inf"))
+    p = torch.softmax(s, dim=-1).to(q.dtype)
+    return torch.matmul(p.float(), v.float()).to(q.dtype)
+
+
 _KERNELS = {"gemv": _gemv, "int8_linear": _int8_linear, "onednn_linear": _onednn_linear,
-            "widened_linear": _widened_linear}
+            "widened_linear": _widened_linear, "widened_attention": _widened_attention}
 
 
 def _defined(name):

@@ -150,6 +150,8 @@ class VisionMathCore(nn.Module):
         self.scale = scale
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, up: bool) -> torch.Tensor:
+        if up:  # the same roundings, one head at a time in C++ (src/model/cpu_widened_attention.h)
+            return torch.ops.era.widened_attention(q, k, v, self.scale, 0, False)
         scores = matmul_f32(q, k.transpose(-1, -2), up) * self.scale
         probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
         return matmul_f32(probs, v, up)
@@ -469,6 +471,8 @@ class MathAttention(nn.Module):
                 causal_offset: int) -> torch.Tensor:
         tq, tk = q.shape[2], k.shape[2]
         up = cpu_upcast(q, tq, self.cpu_upcast_min_rows)
+        if up:  # the same roundings, one head at a time in C++ (src/model/cpu_widened_attention.h)
+            return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, True)
         scores = (matmul_f32(q, k.transpose(-1, -2), up) * self.scale).float()
         if tq > 1 or causal_offset + tq < tk:  # a single last query sees every key: no mask
             scores = scores.masked_fill(hidden_keys(tq, tk, causal_offset, q.device),
