@@ -11,11 +11,15 @@
 // Why one head at a time: the TorchScript composition wrote every head's [Tq, Tk] scores five
 // times over (float32, bf16, float32 again, probabilities in float32 and bf16: 21 MB each for
 // CLIP-L/336's 16 x 577 x 577) and converted and normalised them on LibTorch's threads, one of
-// them on Debian's route; the batched products ran at a fifth of the GEMM rate there (the
-// per-matrix calls of 1.13's bmm). Here a head's scores (1.3 MB for CLIP) stay in cache between
-// the two products, the conversions and the softmax run on era's kernel threads, and the products
-// are LibTorch's float32 GEMM. Sums may be blocked differently from the composition's: results
-// agree to float32 summation order, so a bf16 output may differ by one unit in its last place.
+// them on Debian's route; its batched products ran at a fifth of the GEMM rate there (1.13's bmm
+// calls OpenBLAS once per matrix, and 64-deep products are its weak shape). Here each kernel
+// thread takes whole heads: it widens the head's q, k (transposed) and v into buffers it keeps,
+// multiplies with era's own AVX-512 / AVX2 register tiles, and keeps the head's scores (1.3 MB
+// for CLIP) in cache between the two products. One parallel region per call, no LibTorch GEMM
+// inside: handing over between OpenBLAS's threads and era's per head cost more than the products
+// (libgomp's workers spin after each region, on the cores OpenBLAS then needs). Sums may be
+// blocked differently from the composition's: results agree to float32 summation order, so a
+// bf16 output may differ by one unit in its last place.
 //
 // The exported cores call it through the TorchScript operator
 // `era::widened_attention(Tensor q, Tensor k, Tensor v, float scale, int causal_offset, bool causal)

@@ -2,8 +2,8 @@
 // TorchScript cores' composition (widened_attention_reference) to float32 summation order, for
 // the vision tower's shape (no mask), the decoder's prefill (causal) and a later chunk (causal
 // with an offset), keys wider than the values (LAR's augmented width), strided heads, several
-// query blocks, each instruction set's path on one thread and on two; the operator the exported math cores call, and their
-// switch to it.
+// query blocks, each instruction set's path on one thread and on two; the operator the exported
+// math cores call, and their switch to it.
 #include <gtest/gtest.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
