@@ -11,6 +11,7 @@
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
+#include "model/cpu_widened_attention.h"
 #include "model/int8_linear.h"
 #include "model/onednn_linear.h"
 #include "util/cpu_threads.h"
@@ -133,6 +134,19 @@ MachineLimits measure_machine(int threads, double seconds) {
     m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
     m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
   }
+  {  // one CLIP-L/336 attention layer, bf16 widened: the composition and era's kernel
+    const int64_t heads = 16, tokens = 577, d = 64;
+    const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+    // [B, T, H, d] activations viewed as heads, as the tower makes them
+    const torch::Tensor q = torch::randn({1, tokens, heads, d}, bf16).transpose(1, 2);
+    const torch::Tensor k = torch::randn({1, tokens, heads, d}, bf16).transpose(1, 2);
+    const torch::Tensor v = torch::randn({1, tokens, heads, d}, bf16).transpose(1, 2);
+    const double flops = 4.0 * heads * tokens * tokens * d;
+    const double to = best_seconds([&] { (void)widened_attention_reference(q, k, v, 0.125, 0, false); }, slice);
+    m.attention.push_back({"bf16-ops", heads, tokens, d, flops / to / 1e9});
+    const double te = best_seconds([&] { (void)widened_attention(q, k, v, 0.125, 0, false); }, slice);
+    m.attention.push_back({"era-bf16", heads, tokens, d, flops / te / 1e9});
+  }
   m.read_gbs = ReadProbe().gbs(slice);
   const int64_t bytes = int64_t{1} << 30;  // 512 MiB read + 512 MiB written
   const torch::Tensor src = torch::ones({bytes / 8}, torch::kFloat), dst = torch::empty_like(src);
@@ -144,7 +158,8 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights; " << m.threads << " threads"
+        "kernel on bf16 / int8 weights; ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
+        "(bf16-ops) or era's kernel (era-bf16); " << m.threads << " threads"
      << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
      << ", best of repeated runs)\n";
   for (const auto& g : m.gemm) {
@@ -156,6 +171,13 @@ std::string format_machine(const MachineLimits& m) {
     const auto& g = m.gemv[i];
     std::snprintf(line, sizeof line, "  GEMV %-8s 1x%lldx%lld                  %8.1f GFLOP/s  %6.1f GB/s of weights\n",
                   g.dtype.c_str(), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops, m.gemv_gbs[i]);
+    os << line;
+  }
+  for (const auto& a : m.attention) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lldx%lld (CLIP-L layer)", static_cast<long long>(a.heads),
+                  static_cast<long long>(a.tokens), static_cast<long long>(a.head_dim));
+    std::snprintf(line, sizeof line, "  ATTN %-8s %-32s%8.1f GFLOP/s\n", a.path.c_str(), shape, a.gflops);
     os << line;
   }
   std::snprintf(line, sizeof line, "  memory read (sum of 1 GiB)                 %8.1f GB/s\n", m.read_gbs);

@@ -20,6 +20,16 @@ struct GemmRate {
   double gflops = 0;  // best run
 };
 
+// One layer of the vision tower's attention in bf16 (CLIP-L/336: 16 heads of 577 tokens x 64),
+// products widened to float32 as sessions run it on CPUs without bf16 arithmetic: LibTorch's
+// operators composed as the TorchScript cores used to ("bf16-ops"), and era's per-head kernel
+// (model/cpu_widened_attention.h, "era-bf16"). FLOPs: the two products.
+struct AttentionRate {
+  std::string path;
+  int64_t heads = 0, tokens = 0, head_dim = 0;
+  double gflops = 0;  // best run
+};
+
 struct MachineLimits {
   int threads = 0;
   int kernel_threads = 0;            // era's decode kernel's (the era-bf16 / era-int8 rows)
@@ -27,6 +37,7 @@ struct MachineLimits {
   std::vector<GemmRate> gemm;        // prefill-like products per dtype
   std::vector<GemmRate> gemv;        // one-row products per dtype (gflops), see gemv_gbs
   std::vector<double> gemv_gbs;      // their weight bytes per second
+  std::vector<AttentionRate> attention;
   double read_gbs = 0, copy_gbs = 0;  // copy counts bytes read + written
 };
 

@@ -154,7 +154,7 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
   std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
-                                   "memory read", "memory copy"};
+                                   "ATTN bf16-ops", "ATTN era-bf16", "memory read", "memory copy"};
   // the product with its weight packed for oneDNN, where sessions pack (model/onednn_linear.h)
   const bool packs = cpu_packs_bf16_for_onednn();
   EXPECT_EQ(r.out.find("GEMM bf16-pack") != std::string::npos, packs) << r.out;
@@ -167,7 +167,7 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
     const auto at = r.out.find(row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
     const auto line = r.out.substr(at, r.out.find('\n', at) - at);
-    const auto unit = line.find(line.find("GEMM") == 0 || line.find("GEMV") == 0 ? "GFLOP/s" : "GB/s");
+    const auto unit = line.find(line.find("GEMM") == 0 || line.find("GEMV") == 0 || line.find("ATTN") == 0 ? "GFLOP/s" : "GB/s");
     ASSERT_NE(unit, std::string::npos) << line;
     const auto number = line.find_last_of(' ', unit - 2);
     EXPECT_GT(std::stod(line.substr(number + 1, unit - number - 1)), 0.0) << line;
