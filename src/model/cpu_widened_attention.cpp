@@ -9,6 +9,7 @@
 #include <atomic>
 #include <limits>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "model/cpu_convert.h"
@@ -220,32 +221,38 @@ __attribute__((target("avx512f"))) void gemm_tile512(const float* a, int64_t lda
   }
 }
 
-__attribute__((target("avx512f"))) void gemm_avx512(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                                                    int64_t rows, int64_t cols, int64_t depth) {
-  for (int64_t j = 0; j < cols; j += 32) {
+// The row and column loops over a tile function: tiles of 4 rows (then 3, 2 or 1 at the bottom)
+// by Cols columns; tile(rows, a, b, c) multiplies one.
+template <int Cols, typename Tile>
+void gemm_by_tiles(const Tile& tile, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < cols; j += Cols) {
     int64_t i = 0;
-    for (; i + kTileRows <= rows; i += kTileRows) gemm_tile512<4>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth);
+    for (; i + kTileRows <= rows; i += kTileRows) tile(std::integral_constant<int, 4>{}, a + i * lda, b + j, c + i * ldc + j);
+    const float *ai = a + i * lda, *bj = b + j;
+    float* cij = c + i * ldc + j;
     switch (rows - i) {
-      case 3: gemm_tile512<3>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
-      case 2: gemm_tile512<2>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
-      case 1: gemm_tile512<1>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
+      case 3: tile(std::integral_constant<int, 3>{}, ai, bj, cij); break;
+      case 2: tile(std::integral_constant<int, 2>{}, ai, bj, cij); break;
+      case 1: tile(std::integral_constant<int, 1>{}, ai, bj, cij); break;
       default: break;
     }
   }
 }
 
-ERA_ATTN_TARGET void gemm_avx2(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                               int64_t cols, int64_t depth) {
-  for (int64_t j = 0; j < cols; j += 16) {
-    int64_t i = 0;
-    for (; i + kTileRows <= rows; i += kTileRows) gemm_tile<4>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth);
-    switch (rows - i) {
-      case 3: gemm_tile<3>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
-      case 2: gemm_tile<2>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
-      case 1: gemm_tile<1>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, depth); break;
-      default: break;
-    }
-  }
+void gemm_avx512(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                 int64_t depth) {
+  const auto tile = [&](auto r, const float* ai, const float* bj, float* cij) {
+    gemm_tile512<decltype(r)::value>(ai, lda, bj, ldb, cij, ldc, depth);
+  };
+  gemm_by_tiles<32>(tile, a, lda, b, c, ldc, rows, cols);
+}
+
+void gemm_avx2(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows, int64_t cols,
+               int64_t depth) {
+  const auto tile = [&](auto r, const float* ai, const float* bj, float* cij) {
+    gemm_tile<decltype(r)::value>(ai, lda, bj, ldb, cij, ldc, depth);
+  };
+  gemm_by_tiles<16>(tile, a, lda, b, c, ldc, rows, cols);
 }
 
 void gemm_scalar(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows, int64_t cols,
