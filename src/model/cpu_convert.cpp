@@ -2,27 +2,15 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
-
 namespace era {
 
 namespace {
 
-// c10::BFloat16's rounding: to nearest, ties to even; any NaN becomes the quiet NaN 0x7FC0.
-inline uint16_t round_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if (f != f) return 0x7FC0;
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
+// The scalar tails: c10::BFloat16's own conversions (rounding to nearest even; a NaN becomes
+// the quiet NaN 0x7FC0), which the vector loops reproduce.
+inline uint16_t round_bits(float f) { return c10::BFloat16(f).x; }
 
-inline float widen_bits(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+inline float widen_bits(uint16_t b) { return static_cast<float>(c10::BFloat16(b, c10::BFloat16::from_bits())); }
 
 bool has_avx2() {
   static const bool available = __builtin_cpu_supports("avx2");
