@@ -112,7 +112,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
       // a weight-only int8 linear (tools/era_tools/int8_weights.py): the one module with `scales`
       const bool int8 = m.hasattr("scales");
       if (hands_over) m.setattr("gemv_max_rows", int8 ? int8_gemv_rows : gemv_rows);
-      set += widens || hands_over;
+      // the exported LayerNorm: in float32 where LibTorch's bf16 norm is the slow, per-step one
+      const bool norm = m.hasattr("float32_on_cpu");
+      if (norm) m.setattr("float32_on_cpu", compat::kBf16LayerNormRoundsPerStep && upcast_rows > 0);
+      set += widens || hands_over || norm;
     }
   }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed

@@ -66,8 +66,9 @@ bool cpu_packs_bf16_for_onednn();
 // the comparison.
 bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 
-// Sets cpu_upcast_min_rows and gemv_max_rows on every submodule of the bundle's three modules that
-// has them, and packs the vision tower's and projector's linears where
+// Sets cpu_upcast_min_rows, gemv_max_rows and float32_on_cpu (the exported LayerNorm, widened
+// where products are and compat::kBf16LayerNormRoundsPerStep) on every submodule of the bundle's
+// three modules that has them, and packs the vision tower's and projector's linears where
 // cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
 // had attributes set (0 for a bundle exported before either existed). Packing is one way: a
 // session applies its mode once, to the bundle it just loaded.

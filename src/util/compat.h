@@ -44,6 +44,14 @@ inline constexpr bool kHasOnednnPackedLinear = ERA_TORCH_AT_LEAST(2, 0);
 // on 2.11 (they differ in 2.5 % of the values). model/cpu_widened_attention.cpp follows it.
 inline constexpr bool kBf16TimesScalarRoundsTheScalar = !ERA_TORCH_AT_LEAST(2, 0);
 
+// LibTorch 1.13's CPU layer_norm on a bf16 input works on bf16 vectors and rounds between its
+// steps; 2.x's computes in float32 and rounds once. Measured ([577, 1024], CLIP-L's width, 2
+// threads): 1.13's bf16 norm 3.7 ms against 0.5 ms for the float32 norm of the widened input, a
+// third of its outputs a bf16 step away from that float32 norm rounded once, which 2.11's bf16
+// kernel matches. Where products are widened anyway, the exported LayerNorm is told to normalise
+// in float32 (model/cpu_matmul.cpp, tools/era_tools/llava_model.py: LayerNorm.float32_on_cpu).
+inline constexpr bool kBf16LayerNormRoundsPerStep = !ERA_TORCH_AT_LEAST(2, 0);
+
 // at::scaled_dot_product_attention exists from 2.0; its `scale` argument from 2.1.
 inline constexpr bool kHasSdpa = ERA_TORCH_AT_LEAST(2, 1);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The exported modules' float32 compute for bfloat16 models on the CPU (llava_model.Linear, the
-decoder's attention cores, the CLIP and Qwen vision attention), scripted as the exporter scripts
+decoder's attention cores, the CLIP and Qwen vision attention, the tower's LayerNorm), scripted as the exporter scripts
 them: with `cpu_upcast_min_rows` set (what era's runtime does on a CPU without bf16 arithmetic),
 a call with at least that many rows computes in float32 and rounds once to bfloat16, exactly
 the float32 formula; a call with fewer rows (a decode step) and the exported default (0) run the
@@ -153,6 +153,41 @@ class LinearTest(unittest.TestCase):
         m.cpu_upcast_min_rows = ROWS
         x = torch.randn(16, 64)
         self.assertTrue(torch.equal(m(x), F.linear(x, m.weight, m.bias)))
+        self.assertFalse(casts(lambda: m(x)))
+
+
+class LayerNormTest(unittest.TestCase):
+    """The vision tower's LayerNorm: nn.LayerNorm's keys and kernel unless the runtime sets
+    float32_on_cpu (LibTorch 1.13, whose bf16 norm rounds between its steps), then the float32
+    norm rounded once."""
+
+    def norm(self, dtype=BF16):
+        torch.manual_seed(3)
+        m = lm.LayerNorm(64, eps=1e-5, dtype=dtype)
+        with torch.no_grad():
+            m.weight.normal_()
+            m.bias.normal_()
+        return torch.jit.script(m)
+
+    def test_state_dict_keys_are_nn_layer_norm_ones(self):
+        self.assertEqual(sorted(lm.LayerNorm(4).state_dict()), ["bias", "weight"])
+
+    def test_float32_on_cpu_normalises_in_float32_and_rounds_once(self):
+        m = self.norm()
+        x = torch.randn(5, 64, dtype=BF16) * 3 + 0.5
+        self.assertFalse(m.float32_on_cpu)  # exported: LibTorch's kernel
+        self.assertTrue(torch.equal(m(x), F.layer_norm(x, (64,), m.weight, m.bias, 1e-5)))
+        self.assertFalse(casts(lambda: m(x)))
+        m.float32_on_cpu = True
+        want = F.layer_norm(x.float(), (64,), m.weight.float(), m.bias.float(), 1e-5).to(BF16)
+        self.assertTrue(torch.equal(m(x), want))
+        self.assertTrue(casts(lambda: m(x)))
+
+    def test_float32_models_are_untouched(self):
+        m = self.norm(torch.float32)
+        m.float32_on_cpu = True
+        x = torch.randn(5, 64)
+        self.assertTrue(torch.equal(m(x), F.layer_norm(x, (64,), m.weight, m.bias, 1e-5)))
         self.assertFalse(casts(lambda: m(x)))
 
 

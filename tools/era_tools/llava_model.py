@@ -111,6 +111,25 @@ class Linear(nn.Linear):
         return F.linear(x, self.weight, self.bias)
 
 
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm (same parameters, same state-dict keys) that the runtime may tell to normalise
+    a bf16 / fp16 input in float32 and round the result once (`float32_on_cpu`; False, the
+    exported value, keeps LibTorch's kernel). That is what LibTorch 2.x's CPU kernel returns for
+    a bf16 input (computed in float32, rounded at the end); LibTorch 1.13's bf16 kernel rounds
+    between its steps and is several times slower than the float32 one (src/util/compat.h,
+    kBf16LayerNormRoundsPerStep), so the C++ runtime sets it there."""
+
+    def __init__(self, normalized_shape, eps=1e-5, device=None, dtype=None):
+        super().__init__(normalized_shape, eps=eps, device=device, dtype=dtype)
+        self.float32_on_cpu = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.float32_on_cpu and x.dtype != torch.float32 and x.device.type == "cpu":
+            return F.layer_norm(x.float(), self.normalized_shape, self.weight.float(),
+                                self.bias.float(), self.eps).to(x.dtype)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
 # ================================================================================================
 # vision tower (CLIP ViT)
 
@@ -270,9 +289,9 @@ class CLIPEncoderLayer(nn.Module):
     def __init__(self, cfg, attention="math", device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        self.layer_norm1 = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.layer_norm1 = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.self_attn = CLIPAttention(cfg, attention=attention, **kw)
-        self.layer_norm2 = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.layer_norm2 = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.mlp = CLIPMLP(cfg, **kw)
 
     def forward(self, x: torch.Tensor, need_saliency: bool
@@ -329,7 +348,7 @@ class VisionTower(nn.Module):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.embeddings = CLIPEmbeddings(cfg, **kw)
-        self.pre_layrnorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
+        self.pre_layrnorm = LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, **kw)
         self.encoder = CLIPEncoder(cfg, attention=attention, **kw)
         self.first_token = 0 if getattr(cfg, "select_strategy", "default") == "full" else 1
 
