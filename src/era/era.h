@@ -185,7 +185,8 @@ struct ModelInfo {
   std::string tokenizer_shim;  // the libera_sentencepiece.so this process loaded
   // Empty, or what slows this process down and how to fix it: where Debian's OpenBLAS does not
   // know this CPU and runs its SSE3 kernels (float32 products ~7x slower), the OPENBLAS_CORETYPE
-  // to set before the program starts. era's command-line tools set it themselves.
+  // to set before the program starts (era's command-line tools set it themselves); where
+  // OpenBLAS's pthread build keeps LibTorch at one thread on several CPUs, its OpenMP build.
   std::string performance_note;
 };
 

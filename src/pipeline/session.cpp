@@ -123,7 +123,9 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   impl->bundle = load_bundle(bundle_dir, device, dtype);
   impl->bundle.optimize_graphs = optimize_graphs(jit_optimize, device);
   apply_cpu_matmul(impl->bundle, cpu_matmul);
-  configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));
+  const int torch_threads = configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));
+  if (impl->bundle.device.is_cpu())
+    impl->blas_threads_note = blas_threads_note(blas_runs_own_threads(), usable_cpu_count(), torch_threads, options.num_threads);
   impl->family = make_model_family(impl->bundle);
   impl->vision = std::make_unique<VisionEncoder>(impl->bundle);
   impl->decoder = std::make_unique<Decoder>(impl->bundle);
@@ -277,6 +279,8 @@ ModelInfo Session::info() const {
       i.performance_note = "OpenBLAS runs its " + openblas_core_name() +
                            " kernels on this CPU (a model newer than the library): set OPENBLAS_CORETYPE=" + core +
                            " before the program starts";
+    const std::string& threads = impl_->blas_threads_note;
+    if (!threads.empty()) i.performance_note += (i.performance_note.empty() ? "" : "; ") + threads;
   }
   return i;
 }

@@ -20,6 +20,8 @@ struct SessionState {
   std::unique_ptr<ModelFamily> family;
   std::unique_ptr<VisionEncoder> vision;
   std::unique_ptr<Decoder> decoder;
+  // Set at open: util/cpu_threads.h's advice on this process's BLAS threads ("" if none).
+  std::string blas_threads_note;
   // Serialises the Session's public calls (era.h: "Threads"); recursive because generate_batch
   // calls generate and both call prepare.
   mutable std::recursive_mutex mutex;

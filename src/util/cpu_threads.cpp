@@ -55,6 +55,14 @@ CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_se
   return plan;
 }
 
+std::string blas_threads_note(bool blas_own_threads, int usable_cpus, int torch_threads, int requested) {
+  if (!blas_own_threads || usable_cpus < 2 || torch_threads != 1 || requested > 0) return "";
+  return "LibTorch runs on one thread beside OpenBLAS's pthread build, whose own threads take the " +
+         std::to_string(usable_cpus) +
+         " CPUs; OpenBLAS's OpenMP build shares LibTorch's threads and is faster (Debian: apt-get install "
+         "libopenblas0-openmp, then update-alternatives --config libblas.so.3-<arch>; tools/setup.sh does both)";
+}
+
 void check_cpu_threads(int requested) {
   if (requested < 0 || requested > 1024)
     throw Error(ErrorCode::kInvalidArgument, "num_threads " + std::to_string(requested) + " is not between 0 and 1024");

@@ -1,6 +1,8 @@
 #pragma once
 // Internal header. LibTorch's intra-op thread count (and OpenBLAS's), set once per Session::open.
 
+#include <string>
+
 namespace era {
 
 // CPUs this process may run on (its affinity mask, so a container's or taskset's limit counts);
@@ -35,6 +37,13 @@ struct CpuThreadPlan {
 // between OpenBLAS's products, not beside them), and the requested count where one is requested.
 CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
                                bool blas_env_set, bool matmuls_in_blas);
+
+// Empty, or advice for a process that sizes its pools itself (no `requested` count) and found
+// OpenBLAS's pthread build with LibTorch left at one thread on several CPUs: OpenBLAS's OpenMP
+// build shares LibTorch's threads, so LibTorch keeps every core for the work between the
+// products (README "The Debian route on this VM": the vision tower 18 % faster). Session::info()
+// passes it on as its performance_note.
+std::string blas_threads_note(bool blas_own_threads, int usable_cpus, int torch_threads, int requested);
 
 // Throws kInvalidArgument for a requested count outside 0..1024 (LibTorch starts one OS thread per
 // intra-op thread: 100000 would take minutes to start).

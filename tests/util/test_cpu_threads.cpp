@@ -6,8 +6,10 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "era/era.h"
+#include "pipeline/session_internals.h"
 #include "test_support.h"
 #include "util/cpu_threads.h"
 #include "util/kernel_threads.h"
@@ -68,6 +70,41 @@ TEST(CpuThreads, DefaultIsOnePerUsableCpuAndAnExplicitCountWins) {
   test::expect_invalid_argument([] { configure_cpu_threads(-1); }, "num_threads -1");
   test::expect_invalid_argument([] { configure_cpu_threads(1025); }, "num_threads 1025");
   at::set_num_threads(before);
+}
+
+// Advice only where it applies: OpenBLAS's pthread build, several CPUs, LibTorch kept at one
+// thread by era (not by a count the caller asked for).
+TEST(CpuThreads, NotesTheOpenmpBuildOnlyWhereThePthreadBuildKeepsLibTorchAtOne) {
+  const std::string note = blas_threads_note(true, 2, 1, 0);
+  EXPECT_NE(note.find("libopenblas0-openmp"), std::string::npos) << note;
+  EXPECT_NE(note.find("2 CPUs"), std::string::npos) << note;
+  EXPECT_EQ(blas_threads_note(false, 2, 1, 0), "");  // the OpenMP build, MKL, or no OpenBLAS
+  EXPECT_EQ(blas_threads_note(true, 1, 1, 0), "");   // one CPU: nothing to gain
+  EXPECT_EQ(blas_threads_note(true, 2, 2, 0), "");   // LibTorch has every CPU (bf16 in oneDNN)
+  EXPECT_EQ(blas_threads_note(true, 2, 1, 1), "");   // the caller asked for one thread
+}
+
+// Session::info() passes the advice on for this process's BLAS (run this test with
+// LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread to see it given).
+TEST(CpuThreads, SessionInfoCarriesTheBlasThreadsNote) {
+  if (environment_sets_threads()) GTEST_SKIP() << "the environment sets the thread counts";
+  const int before = at::get_num_threads();
+  SessionOptions o;
+  o.cpu_matmul = "float32";  // products in the float32 BLAS: where the pthread build keeps LibTorch at one
+  {
+    const Session s = Session::open(test::bundle_dir(), o);
+    const std::string want = blas_threads_note(blas_runs_own_threads(), usable_cpu_count(), at::get_num_threads(), 0);
+    EXPECT_EQ(SessionAccess::state(s).blas_threads_note, want);
+    EXPECT_NE(s.info().performance_note.find(want), std::string::npos) << s.info().performance_note;
+    if (blas_runs_own_threads() && usable_cpu_count() > 1) EXPECT_FALSE(want.empty());
+  }
+  o.num_threads = 1;
+  {
+    const Session s = Session::open(test::bundle_dir(), o);
+    EXPECT_EQ(SessionAccess::state(s).blas_threads_note, "");  // asked for
+  }
+  at::set_num_threads(before);
+  set_kernel_threads(0);
 }
 
 TEST(CpuThreads, SessionSizesThePoolsByWhereItsProductsRun) {
