@@ -54,8 +54,8 @@ PACKAGES=(build-essential cmake pkg-config
 # (several times faster matmuls, for the C++ side and the exporter alike). OpenBLAS's OpenMP build
 # rather than its pthread one: it runs on LibTorch's own OpenMP threads, so LibTorch keeps every
 # core for the work around the products (bf16 weights widened to float32, norms, softmax) instead
-# of one beside OpenBLAS's own pool (README "The Debian route on this VM": vision 19 %, prefill
-# 14 % faster on a 2-core Xeon).
+# of one beside OpenBLAS's own pool (README "The Debian route on this VM": the vision tower 18 %
+# and prefill 10 % faster on average on a 2-core Xeon).
 DEBIAN_ROUTE=(libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece
               libopenblas0-openmp)
 PYPI_ROUTE=(python3-venv)
