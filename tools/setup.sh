@@ -66,10 +66,10 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if ((${#missing[@]})); then
   echo "era setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
@@ -89,7 +89,7 @@ if [ "$route" != pypi ]; then
       ""|*/openblas-pthread/*|*/openblas-serial/*|*/blas/*|*/lapack/*)
         [ -e "$want" ] || { echo "era setup: $want is missing (libopenblas0-openmp)" >&2; exit 1; }
         echo "era setup: $lib -> OpenBLAS's OpenMP build (was ${now:-unset})"
-        $([ "$(id -u)" -eq 0 ] || echo sudo) update-alternatives --quiet --set "$name" "$want" ;;
+        $SUDO update-alternatives --quiet --set "$name" "$want" ;;
       *) echo "era setup: keeping $now for $lib (chosen outside era; README: Threads)" ;;
     esac
   done
