@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -28,7 +29,7 @@ struct Flags {
   int port = 8080;
   size_t queue = 8;
   size_t max_body_bytes = size_t{32} << 20;
-  int timeout_s = 600;
+  double timeout_s = 600;
   int http_threads = 8;
   std::vector<std::string> allow_dirs;
   bool quiet = false;
@@ -78,8 +79,11 @@ int run(const Flags& f) {
   const int threads = f.http_threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   server.set_payload_max_length(f.max_body_bytes);
-  server.set_read_timeout(f.timeout_s, 0);
-  server.set_write_timeout(f.timeout_s, 0);
+  // The sockets get the same limit, but never under a second: a shorter one would cut off a client
+  // still sending its image while the generation itself may stop sooner.
+  const auto socket_us = static_cast<long long>(std::max(f.timeout_s, 1.0) * 1e6);
+  server.set_read_timeout(static_cast<time_t>(socket_us / 1000000), static_cast<time_t>(socket_us % 1000000));
+  server.set_write_timeout(static_cast<time_t>(socket_us / 1000000), static_cast<time_t>(socket_us % 1000000));
   era::server::install_routes(server, context);
 
   int port = f.port;
@@ -124,8 +128,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 32))
       ->capture_default_str();
   app.add_option("--timeout-s", f.timeout_s,
-                 "per request, from arrival to the last token (finish_reason \"timeout\"); also the socket read/write timeout")
-      ->check(CLI::Range(1, 86400))
+                 "seconds per request, from arrival to the last token (finish_reason \"timeout\"; fractions allowed); "
+                 "also the socket read/write timeout, at least 1 s")
+      ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_option("--http-threads", f.http_threads, "HTTP connection threads (each open connection holds one)")
       ->check(CLI::Range(1, 1024))

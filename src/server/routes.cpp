@@ -77,7 +77,9 @@ void stream_answer(httplib::Response& res, std::shared_ptr<Generation> generatio
 
 void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   ChatRequest chat = parse_chat_request(req.body, ctx.defaults, ctx.images, &ctx.model);
-  const auto deadline = Generation::Clock::now() + std::chrono::seconds(ctx.timeout_s);
+  const auto deadline =
+      Generation::Clock::now() +
+      std::chrono::duration_cast<Generation::Clock::duration>(std::chrono::duration<double>(ctx.timeout_s));
   auto generation = std::make_shared<Generation>(std::move(chat.request), deadline);
   Session& session = ctx.session;
   if (!ctx.queue.try_push([generation, &session] { generation->run(session); }))

@@ -20,7 +20,7 @@ struct ServerContext {
   RequestQueue& queue;
   std::string model_name;   // the bundle's (Session::info().name)
   ModelInfo model;          // Session::info(), for the checks that depend on the model
-  int timeout_s = 600;      // per request, from arrival to the last token
+  double timeout_s = 600;   // seconds per request, from arrival to the last token
 };
 
 // Registers every route and handler on `server`; `context` must outlive it.
