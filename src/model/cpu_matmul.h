@@ -31,9 +31,10 @@ std::string cpu_matmul_name(CpuMatmul mode);
 bool cpu_has_flag(const std::string& flag);
 
 // Does this CPU have reduced-precision arithmetic in `dtype` that makes LibTorch's GEMM faster
-// than its float32 one (bf16: amx_bf16; fp16: amx_fp16, on LibTorch 2.x)? AVX512-BF16 and
-// AVX512-FP16 alone do not: measured at 0.5-0.6x the float32 rate. float32 always; read from
-// /proc/cpuinfo once.
+// than its float32 one (bf16: amx_bf16, or avx512_bf16 on an AMD CPU; fp16: amx_fp16, on
+// LibTorch 2.x)? AVX512-BF16 and AVX512-FP16 alone on an Intel CPU do not: measured at 0.5-0.6x
+// the float32 rate there, where on AMD's Zen 5 the bf16 GEMM ran at 4.6x. float32 always; read
+// from /proc/cpuinfo once.
 bool cpu_has_native_arithmetic(torch::ScalarType dtype);
 
 // The row count from which matmuls widen to float32 for this bundle's device, dtype and mode
@@ -66,8 +67,10 @@ bool cpu_packs_bf16_for_onednn();
 // the comparison.
 bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 
-// Sets cpu_upcast_min_rows, gemv_max_rows and float32_on_cpu (the exported LayerNorm, widened
-// where products are and compat::kBf16LayerNormRoundsPerStep) on every submodule of the bundle's
+// Sets cpu_upcast_min_rows, gemv_max_rows, float32_on_cpu (the exported LayerNorm, in float32
+// where compat::kBf16LayerNormRoundsPerStep, in every mode but kNative) and eager_decode (the
+// exported SDPA core: a one-token step as bf16 products and a float32 softmax where the CPU has
+// bf16 arithmetic, in every mode but kNative) on every submodule of the bundle's
 // three modules that has them, and packs the vision tower's and projector's linears where
 // cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
 // had attributes set (0 for a bundle exported before either existed). Packing is one way: a

@@ -4,7 +4,10 @@
 // rounding (same numerics, another kernel).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "bundle_session.h"
 #include "era/era.h"
@@ -57,6 +60,21 @@ TEST(CpuMatmul, ParsesTheThreeModesAndNamesABadOne) {
   for (auto m : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) EXPECT_EQ(parse_cpu_matmul(cpu_matmul_name(m)), m);
 }
 
+// bf16 arithmetic: AMX-BF16 anywhere, AVX512-BF16 on AMD only (Zen 5: oneDNN's bf16 GEMM at 4.6x
+// the float32 rate; a Sapphire Rapids VM with AMX hidden: 0.64x).
+TEST(CpuMatmul, Bfloat16IsNativeWithAmxOrOnAmdWithAvx512Bf16) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  bool amd = false;
+  while (std::getline(in, line))
+    if (line.rfind("vendor_id", 0) == 0) {
+      amd = line.find("AuthenticAMD") != std::string::npos;
+      break;
+    }
+  EXPECT_EQ(cpu_has_native_arithmetic(torch::kBFloat16),
+            cpu_has_flag("amx_bf16") || (amd && cpu_has_flag("avx512_bf16")));
+}
+
 TEST(CpuMatmul, Float32ModelsAndNativeModeAreNeverWidened) {
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
   for (auto m : {CpuMatmul::kAuto, CpuMatmul::kFloat32, CpuMatmul::kNative}) EXPECT_EQ(cpu_upcast_min_rows(f32, m), 0);
@@ -96,6 +114,29 @@ TEST(CpuMatmul, DecodeKernelServesNarrowCpuBundlesInEveryModeButNative) {
   }
 }
 
+// The exported SDPA cores' eager_decode: on where the CPU has bf16 arithmetic (the step's small
+// products then run in oneDNN's bf16 kernels, 3-4x faster than the fused kernel for one query),
+// in every mode but kNative; never for a float32 model. Math cores (1.13's bundles) have none.
+TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
+  auto eager_flags = [](ModelBundle& b) {
+    std::vector<bool> out;
+    for (torch::jit::Module m : b.decoder.modules())
+      if (m.hasattr("eager_decode")) out.push_back(m.attr("eager_decode").toBool());
+    return out;
+  };
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  if (eager_flags(bf16).empty()) GTEST_SKIP() << "this bundle's decoder has math attention cores";
+  EXPECT_EQ(eager_flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
+  for (bool e : eager_flags(bf16)) EXPECT_FALSE(e);  // exported off
+  apply_cpu_matmul(bf16, CpuMatmul::kAuto);
+  for (bool e : eager_flags(bf16)) EXPECT_EQ(e, cpu_has_native_arithmetic(torch::kBFloat16));
+  apply_cpu_matmul(bf16, CpuMatmul::kNative);
+  for (bool e : eager_flags(bf16)) EXPECT_FALSE(e);
+  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+  apply_cpu_matmul(f32, CpuMatmul::kAuto);
+  for (bool e : eager_flags(f32)) EXPECT_FALSE(e);
+}
+
 TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
   ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   const auto exported = attribute_values(b);
@@ -113,9 +154,9 @@ TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
   for (int64_t v : attribute_values(b)) EXPECT_EQ(v, 0);
 }
 
-// Where products are widened on LibTorch 1.13, the tower's LayerNorms normalise in float32 and
-// round once: faster than 1.13's bf16 kernel and closer to the exact norm (2.x's bf16 kernel
-// already computes so, and keeps it). kNative and float32 bundles keep LibTorch's kernel.
+// On LibTorch 1.13 the tower's LayerNorms normalise in float32 and round once, whether or not the
+// products are widened: faster than 1.13's bf16 kernel and closer to the exact norm (2.x's bf16
+// kernel already computes so, and keeps it). kNative and float32 bundles keep LibTorch's kernel.
 TEST(CpuMatmul, LayerNormsNormaliseInFloat32WhereLibTorchsBf16NormRoundsPerStep) {
   ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   const auto norms = layer_norms(b);
@@ -125,6 +166,14 @@ TEST(CpuMatmul, LayerNormsNormaliseInFloat32WhereLibTorchsBf16NormRoundsPerStep)
   for (const torch::jit::Module& m : norms) EXPECT_FALSE(m.attr("float32_on_cpu").toBool());  // exported off
   apply_cpu_matmul(b, CpuMatmul::kFloat32);
   for (const torch::jit::Module& m : norms) EXPECT_EQ(m.attr("float32_on_cpu").toBool(), compat::kBf16LayerNormRoundsPerStep);
+  {  // kAuto too, where the CPU's bf16 arithmetic keeps the products in bf16
+    ModelBundle a = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+    apply_cpu_matmul(a, CpuMatmul::kAuto);
+    for (const torch::jit::Module& m : layer_norms(a)) EXPECT_EQ(m.attr("float32_on_cpu").toBool(), compat::kBf16LayerNormRoundsPerStep);
+    ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+    apply_cpu_matmul(f32, CpuMatmul::kAuto);
+    for (const torch::jit::Module& m : layer_norms(f32)) EXPECT_FALSE(m.attr("float32_on_cpu").toBool());
+  }
 
   torch::jit::Module norm = norms.front();
   torch::manual_seed(11);

@@ -254,6 +254,31 @@ class AttentionCoreTest(unittest.TestCase):
             self.assertTrue(torch.equal(core(q, k, v, 11), before), name)
             self.assertEqual(casts(lambda: core(q, k, v, 11)), native_casts, name)
 
+    def test_eager_decode_is_the_math_cores_step_and_only_a_step(self):
+        """eager_decode (set by the runtime where the CPU multiplies bf16 natively): a one-token
+        step that sees every key takes MathAttention's composition, bit for bit; prefill, a chunk
+        with hidden keys, and the exported default keep the fused kernel."""
+        if not lm.sdpa_available():
+            self.skipTest("no SDPA core in this torch")
+        sdpa = torch.jit.script(lm.SdpaAttention(0.125))
+        math_core = torch.jit.script(lm.MathAttention(0.125))
+        self.assertFalse(sdpa.eager_decode)  # exported off
+        torch.manual_seed(4)
+        q = torch.randn(1, 4, 1, 72, dtype=BF16)
+        k, v = (torch.randn(1, 4, 30, 72, dtype=BF16) for _ in range(2))
+        fused = sdpa(q, k, v, 29)
+        self.assertTrue(torch.equal(fused, F.scaled_dot_product_attention(q, k, v, scale=0.125)))
+        sdpa.eager_decode = True
+        eager = sdpa(q, k, v, 29)
+        self.assertTrue(torch.equal(eager, math_core(q, k, v, 29)))
+        want = reference_attention(q, k, v, 0.125, causal=False)
+        self.assertLess(float((eager.float() - want).abs().max()), 0.02)
+        # a prefill and a later chunk with hidden keys are not decode steps
+        qp = torch.randn(1, 4, 30, 72, dtype=BF16)
+        self.assertTrue(torch.equal(sdpa(qp, k, v, 0),
+                                    F.scaled_dot_product_attention(qp, k, v, is_causal=True, scale=0.125)))
+        self.assertTrue(torch.equal(sdpa(q, k, v, 10), lm.SdpaAttention(0.125).attend(q, k, v, 10)))
+
     def test_lar_bias_path_upcasts_too(self):
         # eager: forward_bias is compiled only as part of the decoder that calls it
         torch.manual_seed(3)

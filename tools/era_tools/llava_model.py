@@ -518,11 +518,21 @@ class SdpaAttention(nn.Module):
         super().__init__()
         self.scale = scale
         self.cpu_upcast_min_rows = 0  # see Linear
+        # Set by era's runtime on a CPU whose bf16 products run in oneDNN's bf16 kernels
+        # (src/model/cpu_matmul.h): a one-token decode step then takes HF's eager composition
+        # (MathAttention's) instead of LibTorch's fused CPU kernel, which is slow for one query:
+        # 32 heads of 136, bf16, 2 threads on a Zen 5 VM: 0.70 / 2.8 / 12.2 ms at 250 / 1000 /
+        # 4000 keys fused, 0.19 / 0.60 / 3.8 eager. Where bf16 products are LibTorch's own
+        # kernels the eager form is the slower one (0.81 / 3.9 / 15.3 ms): False as exported.
+        self.eager_decode = False
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 causal_offset: int) -> torch.Tensor:
         if cpu_upcast(q, q.shape[2], self.cpu_upcast_min_rows):
             return self.attend(q.float(), k.float(), v.float(), causal_offset).to(q.dtype)
+        if self.eager_decode and q.shape[2] == 1 and causal_offset + 1 >= k.shape[2]:
+            scores = (torch.matmul(q, k.transpose(-1, -2)) * self.scale).float()
+            return torch.matmul(torch.softmax(scores, dim=-1).to(v.dtype), v)
         return self.attend(q, k, v, causal_offset)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
