@@ -130,6 +130,8 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = int8_gemv_max_rows(bundle, mode);
   const bool narrow_cpu = bundle.device.is_cpu() && (bundle.dtype == torch::kBFloat16 || bundle.dtype == torch::kHalf);
   const bool eager_decode = narrow_cpu && mode != CpuMatmul::kNative && cpu_has_native_arithmetic(bundle.dtype);
+  // era::widened_attention's kernel is bf16's (model/cpu_widened_attention.h)
+  const bool per_head_kernel = eager_decode && bundle.dtype == torch::kBFloat16;
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {
@@ -145,7 +147,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
       // the exported SDPA core: a decode step's attention as bf16 products where they are fast
       const bool eager = m.hasattr("eager_decode");
       if (eager) m.setattr("eager_decode", eager_decode);
-      set += widens || hands_over || norm || eager;
+      // the exported vision attention cores: era's per-head kernel where it beats LibTorch's bf16 one
+      const bool per_head = m.hasattr("per_head_kernel");
+      if (per_head) m.setattr("per_head_kernel", per_head_kernel);
+      set += widens || hands_over || norm || eager || per_head;
     }
   }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed

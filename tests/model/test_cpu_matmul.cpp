@@ -137,6 +137,27 @@ TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
   for (bool e : eager_flags(f32)) EXPECT_FALSE(e);
 }
 
+// The exported vision attention cores' per_head_kernel: era::widened_attention's kernel wherever
+// the CPU has bf16 arithmetic (in every mode but kNative); never for a float32 model.
+TEST(CpuMatmul, VisionCoresTakeThePerHeadKernelWhereTheCpuMultipliesBf16) {
+  auto flags = [](ModelBundle& b) {
+    std::vector<bool> out;
+    for (torch::jit::Module m : b.vision.modules())
+      if (m.hasattr("per_head_kernel")) out.push_back(m.attr("per_head_kernel").toBool());
+    return out;
+  };
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  ASSERT_FALSE(flags(bf16).empty());  // one core per exported layer
+  for (bool e : flags(bf16)) EXPECT_FALSE(e);  // exported off
+  apply_cpu_matmul(bf16, CpuMatmul::kAuto);
+  for (bool e : flags(bf16)) EXPECT_EQ(e, cpu_has_native_arithmetic(torch::kBFloat16));
+  apply_cpu_matmul(bf16, CpuMatmul::kNative);
+  for (bool e : flags(bf16)) EXPECT_FALSE(e);
+  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
+  apply_cpu_matmul(f32, CpuMatmul::kAuto);
+  for (bool e : flags(f32)) EXPECT_FALSE(e);
+}
+
 TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
   ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   const auto exported = attribute_values(b);
@@ -148,7 +169,10 @@ TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
   EXPECT_GE(attribute_values(b.vision).size(), 7u);
   EXPECT_EQ(attribute_values(b.vision).size() % 7, 0u);
   for (int64_t v : exported) EXPECT_EQ(v, 0);  // exported off
-  EXPECT_EQ(apply_cpu_matmul(b, CpuMatmul::kFloat32), static_cast<int>(exported.size() + layer_norms(b).size()));
+  size_t vision_cores = 0;  // the attention cores under CLIPAttention (per_head_kernel)
+  for (torch::jit::Module m : b.vision.modules()) vision_cores += m.hasattr("per_head_kernel");
+  EXPECT_GT(vision_cores, 0u);
+  EXPECT_EQ(apply_cpu_matmul(b, CpuMatmul::kFloat32), static_cast<int>(exported.size() + layer_norms(b).size() + vision_cores));
   for (int64_t v : attribute_values(b)) EXPECT_EQ(v, cpu_upcast_min_rows(b, CpuMatmul::kFloat32));
   apply_cpu_matmul(b, CpuMatmul::kNative);
   for (int64_t v : attribute_values(b)) EXPECT_EQ(v, 0);

@@ -279,6 +279,27 @@ class AttentionCoreTest(unittest.TestCase):
                                     F.scaled_dot_product_attention(qp, k, v, is_causal=True, scale=0.125)))
         self.assertTrue(torch.equal(sdpa(q, k, v, 10), lm.SdpaAttention(0.125).attend(q, k, v, 10)))
 
+    def test_vision_cores_run_the_per_head_kernel_when_asked(self):
+        """per_head_kernel (set by the runtime where the CPU multiplies bf16 natively): both
+        vision cores hand the unwidened call to era::widened_attention; off (as exported) they
+        keep their own composition."""
+        torch.manual_seed(5)
+        q, k, v = (torch.randn(1, 2, 15, 64, dtype=BF16) for _ in range(3))
+        want = torch.ops.era.widened_attention(q, k, v, 0.125, 0, False)
+        cores = [("math", torch.jit.script(lm.VisionMathCore(0.125)))]
+        if lm.sdpa_available():
+            cores.append(("sdpa", torch.jit.script(lm.VisionSdpaCore(0.125))))
+        for name, core in cores:
+            self.assertFalse(core.per_head_kernel, name)  # exported off
+            own = core(q, k, v, False)
+            core.per_head_kernel = True
+            got = core(q, k, v, False)
+            self.assertTrue(torch.equal(got, want), name)
+            self.assertLess(float((got.float() - own.float()).abs().max()), 0.05, name)
+        if lm.sdpa_available():  # the sdpa core's own composition is the fused kernel
+            core = torch.jit.script(lm.VisionSdpaCore(0.125))
+            self.assertTrue(torch.equal(core(q, k, v, False), F.scaled_dot_product_attention(q, k, v, scale=0.125)))
+
     def test_lar_bias_path_upcasts_too(self):
         # eager: forward_bias is compiled only as part of the decoder that calls it
         torch.manual_seed(3)

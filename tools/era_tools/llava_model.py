@@ -167,10 +167,11 @@ class VisionMathCore(nn.Module):
     def __init__(self, scale: float):
         super().__init__()
         self.scale = scale
+        self.per_head_kernel = False  # see VisionSdpaCore
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, up: bool) -> torch.Tensor:
-        if up:  # the same roundings, one head at a time in C++ (src/model/cpu_widened_attention.h)
-            return torch.ops.era.widened_attention(q, k, v, self.scale, 0, False)
+        if up or self.per_head_kernel:  # the same roundings, one head at a time in C++
+            return torch.ops.era.widened_attention(q, k, v, self.scale, 0, False)  # (cpu_widened_attention.h)
         scores = matmul_f32(q, k.transpose(-1, -2), up) * self.scale
         probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
         return matmul_f32(probs, v, up)
@@ -185,11 +186,19 @@ class VisionSdpaCore(nn.Module):
     def __init__(self, scale: float):
         super().__init__()
         self.scale = scale
+        # Set by era's runtime on a CPU with bf16 arithmetic (src/model/cpu_matmul.h): the core
+        # then runs era's per-head kernel, era::widened_attention (HF's eager numerics, products
+        # in float32), which there beats LibTorch's bf16 attention: CLIP-L's 16 x 577 x 64 layer
+        # at 232-257 GFLOP/s against 115 (era_bench --machine, ATTN) and 142 for the fused
+        # kernel inside the tower, on a 2-core Zen 5 VM. False as exported.
+        self.per_head_kernel = False
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, up: bool) -> torch.Tensor:
         if up:
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
                                                   scale=self.scale).to(q.dtype)
+        if self.per_head_kernel:
+            return torch.ops.era.widened_attention(q, k, v, self.scale, 0, False)
         return F.scaled_dot_product_attention(q, k, v, scale=self.scale)
 
 
