@@ -123,6 +123,13 @@ MachineLimits measure_machine(int threads, double seconds) {
       const double te = best_seconds([&] { (void)gemv_linear(x1, w1.next(), c10::nullopt); }, slice);
       m.gemv.push_back({"era-bf16", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
       m.gemv_gbs.push_back(bytes / te / 1e9);
+      if (gemv_avx512_available()) {  // the same kernel pinned to its AVX2 loop, for comparison
+        allow_gemv_avx512(false);
+        const double t2 = best_seconds([&] { (void)gemv_linear(x1, w1.next(), c10::nullopt); }, slice);
+        allow_gemv_avx512(true);
+        m.gemv.push_back({"era-avx2", 1, K1, N1, 2.0 * K1 * N1 / t2 / 1e9});
+        m.gemv_gbs.push_back(bytes / t2 / 1e9);
+      }
     }
   }
   if (gemv_kernel_available()) {  // the same product with weight-only int8 weights (model/int8_linear.h)
@@ -158,7 +165,7 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights; ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
+        "kernel on bf16 / int8 weights (era-avx2: its bf16 AVX2 loop, where it has an AVX-512 one); ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
         "(bf16-ops) or era's kernel (era-bf16); " << m.threads << " threads"
      << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
      << ", best of repeated runs)\n";

@@ -38,6 +38,12 @@ torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // caller checks gemv_kernel_available() and the shapes (gemv_linear; model/int8_linear.h).
 torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight);
 
+// bf16 weights take an AVX-512 loop where the CPU has AVX-512 F + BW (16 weights a register),
+// the AVX2 one elsewhere. allow_gemv_avx512(false) pins the AVX2 loop, so that tests and
+// era_bench --machine run both on such a CPU; process-wide, not for concurrent sessions.
+bool gemv_avx512_available();
+void allow_gemv_avx512(bool allowed);
+
 // How many threads the kernel's loop reaches (util/kernel_threads.h: kernel_threads(), when its
 // file is compiled with OpenMP, as CMakeLists.txt sees to; one otherwise).
 int parallel_for_threads();

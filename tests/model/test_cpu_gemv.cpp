@@ -24,8 +24,16 @@ TEST(CpuGemv, KernelIsAvailableWhereTheCpuHasAvx2FmaF16c) {
   EXPECT_EQ(gemv_kernel_available(), cpu_has_flag("avx2") && cpu_has_flag("fma") && cpu_has_flag("f16c"));
 }
 
+TEST(CpuGemv, Bfloat16TakesTheAvx512LoopWhereTheCpuHasIt) {
+  EXPECT_EQ(gemv_avx512_available(), gemv_kernel_available() && cpu_has_flag("avx512f") && cpu_has_flag("avx512bw"));
+}
+
+// Both loops where the CPU has AVX-512 (bf16 weights: the AVX-512 one, then the AVX2 one pinned).
 TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
   torch::manual_seed(0);
+  for (const bool wide : {true, false}) {
+  if (wide && !gemv_avx512_available()) continue;
+  allow_gemv_avx512(wide);
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
     for (const int64_t rows : {1, 2, 3, 4}) {
       // K: whole vectors, a tail of 3, fewer than one vector, and a block of 4 rows too large to
@@ -39,7 +47,7 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
           const torch::Tensor got = gemv_linear(x, w, b);
           const torch::Tensor want = torch::linear(x.to(torch::kFloat), w.to(torch::kFloat), b ? b->to(torch::kFloat) : torch::Tensor());
           const std::string what = std::string(c10::toString(dtype)) + " rows " + std::to_string(rows) + " K " + std::to_string(K) +
-                                   " N " + std::to_string(N) + (with_bias ? " bias" : "");
+                                   " N " + std::to_string(N) + (with_bias ? " bias" : "") + (wide ? " avx512" : " avx2");
           ASSERT_EQ(got.sizes(), want.sizes()) << what;
           EXPECT_EQ(got.scalar_type(), dtype) << what;
           expect_close_to_float32(got, want, what);
@@ -47,6 +55,8 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
       }
     }
   }
+  }
+  allow_gemv_avx512(true);
 }
 
 TEST(CpuGemv, KeepsLeadingDimensionsAndFloat32Activations) {
