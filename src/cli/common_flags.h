@@ -76,8 +76,8 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
       ->capture_default_str();
   app.add_option("--cpu-matmul", f.cpu_matmul,
                  "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 "
-                 "where the CPU has no AMX-BF16/AMX-FP16 (with it: the vision tower's bf16 weights packed for "
-                 "oneDNN), decode steps on era's AVX2 kernel; 'float32' = always widen; 'native' = LibTorch's "
+                 "where the CPU has no AMX-BF16/AMX-FP16 (nor, on AMD, AVX512-BF16; with them: the vision tower's bf16 "
+                 "weights packed for oneDNN), decode steps on era's AVX2/AVX-512 kernel; 'float32' = always widen; 'native' = LibTorch's "
                  "kernels as they are")
       ->check(CLI::IsMember({"auto", "float32", "native"}))
       ->capture_default_str();

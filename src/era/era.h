@@ -51,9 +51,10 @@ struct SessionOptions {
   std::string dtype;           // "" = the bundle's; or float32 / float16 / bfloat16
   int num_threads = 0;         // intra-op CPU threads; 0 = one per usable CPU (unless OMP_NUM_THREADS is set)
   // How a bfloat16 / float16 model multiplies on the CPU: "auto" widens compute-bound matmuls
-  // (vision tower, prefill) to float32 and runs decode steps' products on era's own AVX2 kernel
-  // where the CPU has no arithmetic in that dtype (no AVX512-BF16 / AMX), "float32" always does
-  // both, "native" neither (LibTorch's kernels in the model's dtype).
+  // (vision tower, prefill) to float32 where the CPU has no fast arithmetic in that dtype (bf16:
+  // AMX-BF16, or AVX512-BF16 on AMD; fp16: AMX-FP16), and runs decode steps' products on era's
+  // own AVX2 / AVX-512 kernel on every AVX2 CPU; "float32" always does both, "native" neither
+  // (LibTorch's kernels in the model's dtype).
   std::string cpu_matmul = "auto";
   // TorchScript's graph optimiser: "auto" = off on the CPU (there it only delays the first two
   // requests: it compiles each method on its second call, and no CPU fuser makes the result

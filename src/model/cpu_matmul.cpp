@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
+#include <vector>
 
 #include "era/error.h"
 #include "model/bundle.h"
@@ -21,39 +22,36 @@ namespace {
 // LibTorch's reduced-precision kernels are not vectorised at all (util/compat.h), every product.
 constexpr int64_t kUpcastMinRows = compat::kVectorisedReducedPrecisionMatmul ? 8 : 1;
 
+// The words after the colon of /proc/cpuinfo's first line starting with `key` (every core lists
+// the same flags and vendor); none where the file or the line is missing.
+std::vector<std::string> cpuinfo_words(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream words(line.substr(colon + 1));
+    std::vector<std::string> out;
+    for (std::string w; words >> w;) out.push_back(w);
+    return out;
+  }
+  return {};
+}
+
 const std::unordered_set<std::string>& cpu_flags() {
   static const std::unordered_set<std::string> flags = [] {
-    std::unordered_set<std::string> out;
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("flags", 0) != 0) continue;
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::istringstream words(line.substr(colon + 1));
-      for (std::string w; words >> w;) out.insert(w);
-      break;  // every core lists the same flags
-    }
-    return out;
+    const std::vector<std::string> words = cpuinfo_words("flags");
+    return std::unordered_set<std::string>(words.begin(), words.end());
   }();
   return flags;
 }
 
-// /proc/cpuinfo's vendor_id ("GenuineIntel", "AuthenticAMD"); empty where unreadable.
+// vendor_id: "GenuineIntel", "AuthenticAMD"; empty where unreadable.
 const std::string& cpu_vendor() {
   static const std::string vendor = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("vendor_id", 0) != 0) continue;
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::istringstream words(line.substr(colon + 1));
-      std::string v;
-      words >> v;
-      return v;
-    }
-    return std::string();
+    const std::vector<std::string> words = cpuinfo_words("vendor_id");
+    return words.empty() ? std::string() : words.front();
   }();
   return vendor;
 }

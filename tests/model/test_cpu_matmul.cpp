@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -114,40 +115,18 @@ TEST(CpuMatmul, DecodeKernelServesNarrowCpuBundlesInEveryModeButNative) {
   }
 }
 
-// The exported SDPA cores' eager_decode: on where the CPU has bf16 arithmetic (the step's small
-// products then run in oneDNN's bf16 kernels, 3-4x faster than the fused kernel for one query),
-// in every mode but kNative; never for a float32 model. Math cores (1.13's bundles) have none.
-TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
-  auto eager_flags = [](ModelBundle& b) {
-    std::vector<bool> out;
-    for (torch::jit::Module m : b.decoder.modules())
-      if (m.hasattr("eager_decode")) out.push_back(m.attr("eager_decode").toBool());
-    return out;
-  };
-  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
-  if (eager_flags(bf16).empty()) GTEST_SKIP() << "this bundle's decoder has math attention cores";
-  EXPECT_EQ(eager_flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
-  for (bool e : eager_flags(bf16)) EXPECT_FALSE(e);  // exported off
-  apply_cpu_matmul(bf16, CpuMatmul::kAuto);
-  for (bool e : eager_flags(bf16)) EXPECT_EQ(e, cpu_has_native_arithmetic(torch::kBFloat16));
-  apply_cpu_matmul(bf16, CpuMatmul::kNative);
-  for (bool e : eager_flags(bf16)) EXPECT_FALSE(e);
-  ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
-  apply_cpu_matmul(f32, CpuMatmul::kAuto);
-  for (bool e : eager_flags(f32)) EXPECT_FALSE(e);
+// The values of a boolean attribute `name` on every submodule of `top` that has it.
+std::vector<bool> bool_attributes(const torch::jit::Module& top, const std::string& name) {
+  std::vector<bool> out;
+  for (torch::jit::Module m : top.modules())
+    if (m.hasattr(name)) out.push_back(m.attr(name).toBool());
+  return out;
 }
 
-// The exported vision attention cores' per_head_kernel: era::widened_attention's kernel wherever
-// the CPU has bf16 arithmetic (in every mode but kNative); never for a float32 model.
-TEST(CpuMatmul, VisionCoresTakeThePerHeadKernelWhereTheCpuMultipliesBf16) {
-  auto flags = [](ModelBundle& b) {
-    std::vector<bool> out;
-    for (torch::jit::Module m : b.vision.modules())
-      if (m.hasattr("per_head_kernel")) out.push_back(m.attr("per_head_kernel").toBool());
-    return out;
-  };
+// A runtime switch's life: off as exported, on under kAuto exactly where the CPU has bf16
+// arithmetic, off again under kNative, never on for a float32 model.
+void expect_on_exactly_where_bf16_is_native(const std::function<std::vector<bool>(ModelBundle&)>& flags) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
-  ASSERT_FALSE(flags(bf16).empty());  // one core per exported layer
   for (bool e : flags(bf16)) EXPECT_FALSE(e);  // exported off
   apply_cpu_matmul(bf16, CpuMatmul::kAuto);
   for (bool e : flags(bf16)) EXPECT_EQ(e, cpu_has_native_arithmetic(torch::kBFloat16));
@@ -156,6 +135,26 @@ TEST(CpuMatmul, VisionCoresTakeThePerHeadKernelWhereTheCpuMultipliesBf16) {
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
   apply_cpu_matmul(f32, CpuMatmul::kAuto);
   for (bool e : flags(f32)) EXPECT_FALSE(e);
+}
+
+// The exported SDPA cores' eager_decode: on where the CPU has bf16 arithmetic (the step's small
+// products then run in oneDNN's bf16 kernels, 3-4x faster than the fused kernel for one query),
+// in every mode but kNative; never for a float32 model. Math cores (1.13's bundles) have none.
+TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
+  auto eager_flags = [](ModelBundle& b) { return bool_attributes(b.decoder, "eager_decode"); };
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  if (eager_flags(bf16).empty()) GTEST_SKIP() << "this bundle's decoder has math attention cores";
+  EXPECT_EQ(eager_flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
+  expect_on_exactly_where_bf16_is_native(eager_flags);
+}
+
+// The exported vision attention cores' per_head_kernel: era::widened_attention's kernel wherever
+// the CPU has bf16 arithmetic (in every mode but kNative); never for a float32 model.
+TEST(CpuMatmul, VisionCoresTakeThePerHeadKernelWhereTheCpuMultipliesBf16) {
+  auto flags = [](ModelBundle& b) { return bool_attributes(b.vision, "per_head_kernel"); };
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  ASSERT_FALSE(flags(bf16).empty());  // one core per exported layer
+  expect_on_exactly_where_bf16_is_native(flags);
 }
 
 TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
