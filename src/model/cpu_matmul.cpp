@@ -128,8 +128,11 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const int64_t gemv_rows = cpu_gemv_max_rows(bundle, mode), int8_gemv_rows = int8_gemv_max_rows(bundle, mode);
   const bool narrow_cpu = bundle.device.is_cpu() && (bundle.dtype == torch::kBFloat16 || bundle.dtype == torch::kHalf);
   const bool eager_decode = narrow_cpu && mode != CpuMatmul::kNative && cpu_has_native_arithmetic(bundle.dtype);
-  // era::widened_attention's kernel is bf16's (model/cpu_widened_attention.h)
-  const bool per_head_kernel = eager_decode && bundle.dtype == torch::kBFloat16;
+  // era::widened_attention's kernel is bf16's (model/cpu_widened_attention.h) and multiplies in
+  // float32 on AVX-512: measured faster than LibTorch's bf16 attention where bf16 arithmetic is
+  // AVX512-BF16 (Zen 5); with AMX, whose bf16 products are several times its float32 rate, the
+  // fused bf16 kernel stays (not measured against it there).
+  const bool per_head_kernel = eager_decode && bundle.dtype == torch::kBFloat16 && !cpu_has_flag("amx_bf16");
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {

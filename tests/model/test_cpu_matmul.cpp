@@ -123,13 +123,13 @@ std::vector<bool> bool_attributes(const torch::jit::Module& top, const std::stri
   return out;
 }
 
-// A runtime switch's life: off as exported, on under kAuto exactly where the CPU has bf16
-// arithmetic, off again under kNative, never on for a float32 model.
-void expect_on_exactly_where_bf16_is_native(const std::function<std::vector<bool>(ModelBundle&)>& flags) {
+// A runtime switch's life: off as exported, `on_here` under kAuto, off again under kNative, never
+// on for a float32 model.
+void expect_switch(const std::function<std::vector<bool>(ModelBundle&)>& flags, bool on_here) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   for (bool e : flags(bf16)) EXPECT_FALSE(e);  // exported off
   apply_cpu_matmul(bf16, CpuMatmul::kAuto);
-  for (bool e : flags(bf16)) EXPECT_EQ(e, cpu_has_native_arithmetic(torch::kBFloat16));
+  for (bool e : flags(bf16)) EXPECT_EQ(e, on_here);
   apply_cpu_matmul(bf16, CpuMatmul::kNative);
   for (bool e : flags(bf16)) EXPECT_FALSE(e);
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
@@ -145,16 +145,17 @@ TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   if (eager_flags(bf16).empty()) GTEST_SKIP() << "this bundle's decoder has math attention cores";
   EXPECT_EQ(eager_flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
-  expect_on_exactly_where_bf16_is_native(eager_flags);
+  expect_switch(eager_flags, cpu_has_native_arithmetic(torch::kBFloat16));
 }
 
-// The exported vision attention cores' per_head_kernel: era::widened_attention's kernel wherever
-// the CPU has bf16 arithmetic (in every mode but kNative); never for a float32 model.
+// The exported vision attention cores' per_head_kernel: era::widened_attention's kernel where the
+// CPU's bf16 arithmetic is AVX512-BF16 without AMX (in every mode but kNative); never for a
+// float32 model.
 TEST(CpuMatmul, VisionCoresTakeThePerHeadKernelWhereTheCpuMultipliesBf16) {
   auto flags = [](ModelBundle& b) { return bool_attributes(b.vision, "per_head_kernel"); };
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ASSERT_FALSE(flags(bf16).empty());  // one core per exported layer
-  expect_on_exactly_where_bf16_is_native(flags);
+  expect_switch(flags, cpu_has_native_arithmetic(torch::kBFloat16) && !cpu_has_flag("amx_bf16"));
 }
 
 TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {

@@ -280,7 +280,7 @@ class AttentionCoreTest(unittest.TestCase):
         self.assertTrue(torch.equal(sdpa(q, k, v, 10), lm.SdpaAttention(0.125).attend(q, k, v, 10)))
 
     def test_vision_cores_run_the_per_head_kernel_when_asked(self):
-        """per_head_kernel (set by the runtime where the CPU multiplies bf16 natively): both
+        """per_head_kernel (set by the runtime where the CPU multiplies bf16 natively without AMX): both
         vision cores hand the unwidened call to era::widened_attention; off (as exported) they
         keep their own composition."""
         torch.manual_seed(5)

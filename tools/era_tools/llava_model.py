@@ -186,9 +186,10 @@ class VisionSdpaCore(nn.Module):
     def __init__(self, scale: float):
         super().__init__()
         self.scale = scale
-        # Set by era's runtime on a CPU with bf16 arithmetic (src/model/cpu_matmul.h): the core
-        # then runs era's per-head kernel, era::widened_attention (HF's eager numerics, products
-        # in float32), which there beats LibTorch's bf16 attention: CLIP-L's 16 x 577 x 64 layer
+        # Set by era's runtime where the CPU's bf16 arithmetic is AVX512-BF16 without AMX
+        # (src/model/cpu_matmul.h): the core then runs era's per-head kernel,
+        # era::widened_attention (HF's eager numerics, products in float32), which there beats
+        # LibTorch's bf16 attention: CLIP-L's 16 x 577 x 64 layer
         # at 232-257 GFLOP/s against 115 (era_bench --machine, ATTN) and 142 for the fused
         # kernel inside the tower, on a 2-core Zen 5 VM. False as exported.
         self.per_head_kernel = False
