@@ -188,12 +188,23 @@ ERA_GEMV512_TARGET inline void block_row_bf16_avx512(const float* xm, const uint
 
 std::atomic<bool> g_avx512_allowed{true};
 
-bool use_avx512_bf16() {
+bool cpu_has_avx512_bw() {
   static const bool cpu = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   }();
-  return cpu && g_avx512_allowed.load(std::memory_order_relaxed);
+  return cpu;
+}
+
+bool use_avx512_bf16() { return cpu_has_avx512_bw() && g_avx512_allowed.load(std::memory_order_relaxed); }
+
+// One block of four rows against one activation row, through the loop the format and CPU take.
+template <Format F, Prefetch P>
+ERA_GEMV_TARGET inline void any_block_row(bool wide, const float* xm, const Elem<F>* w0, int64_t K, float* out) {
+  if constexpr (F == Format::kBfloat16) {
+    if (wide) return block_row_bf16_avx512<P>(xm, w0, K, out);
+  }
+  block_row<F, P>(xm, w0, K, out);
 }
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1): x float32 [M, K], w [N, K] in format F,
@@ -204,31 +215,17 @@ ERA_GEMV_TARGET void rows_kernel(const float* x, int64_t M, const Elem<F>* w, in
                                  int64_t n0, int64_t n1, float* y) {
   const int64_t k8 = K - K % 8;
   const bool l1_prefetch = kRowsPerBlock * K * static_cast<int64_t>(sizeof(Elem<F>)) <= kL1PrefetchBytes;
-  bool wide = false;
-  if constexpr (F == Format::kBfloat16) wide = use_avx512_bf16();
+  const bool wide = F == Format::kBfloat16 && use_avx512_bf16();
   int64_t n = n0;
   for (; n + kRowsPerBlock <= n1; n += kRowsPerBlock) {
     float out[kRowsPerBlock];
     for (int64_t m = 0; m < M; ++m) {
-      if constexpr (F == Format::kBfloat16) {
-        if (wide) {
-          if (m > 0) {
-            block_row_bf16_avx512<Prefetch::kNone>(x + m * K, w + n * K, K, out);
-          } else if (l1_prefetch) {
-            block_row_bf16_avx512<Prefetch::kL1>(x, w + n * K, K, out);
-          } else {
-            block_row_bf16_avx512<Prefetch::kL2>(x, w + n * K, K, out);
-          }
-          for (int64_t r = 0; r < kRowsPerBlock; ++r) y[m * N + n + r] = out[r];
-          continue;
-        }
-      }
       if (m > 0) {
-        block_row<F, Prefetch::kNone>(x + m * K, w + n * K, K, out);  // the block is in cache now
+        any_block_row<F, Prefetch::kNone>(wide, x + m * K, w + n * K, K, out);  // the block is in cache now
       } else if (l1_prefetch) {
-        block_row<F, Prefetch::kL1>(x, w + n * K, K, out);
+        any_block_row<F, Prefetch::kL1>(wide, x, w + n * K, K, out);
       } else {
-        block_row<F, Prefetch::kL2>(x, w + n * K, K, out);
+        any_block_row<F, Prefetch::kL2>(wide, x, w + n * K, K, out);
       }
       for (int64_t r = 0; r < kRowsPerBlock; ++r) y[m * N + n + r] = out[r];
     }
@@ -298,12 +295,7 @@ torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, c
   return y.to(x.scalar_type()).view(linear_output_shape(x, weight.size(0)));
 }
 
-bool gemv_avx512_available() {
-  const bool was = g_avx512_allowed.exchange(true);
-  const bool cpu = use_avx512_bf16();
-  g_avx512_allowed.store(was);
-  return cpu;
-}
+bool gemv_avx512_available() { return gemv_kernel_available() && cpu_has_avx512_bw(); }
 
 void allow_gemv_avx512(bool allowed) { g_avx512_allowed.store(allowed); }
 
