@@ -14,6 +14,7 @@
 #include "bench/memory.h"
 #include "era/debug.h"
 #include "model/cpu_matmul.h"
+#include "model/huge_pages.h"
 #include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
 #include "reduce/registry.h"
@@ -234,6 +235,8 @@ BenchReport run_benchmark(const BenchOptions& options) {
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
   report.onednn_packed_linears = bundle.onednn_packed_linears;
+  report.huge_page_bytes = bundle.huge_page_bytes;
+  report.resident_huge_pages = resident_huge_page_bytes();
   if (!bundle.manifest.int8_weights.empty()) {
     // weight-only int8 linears run era's own kernel (model/int8_linear.h), not an engine
     report.int8_engine = bundle.manifest.int8_scheme == "weight-only" ? "era" : int8_engine_name();
@@ -307,7 +310,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                  {"resident_before_open_bytes", report.resident_before_open},
                  {"resident_after_open_bytes", report.resident_after_open},
                  {"peak_during_open_bytes", report.peak_during_open},
-                 {"model_resident_bytes", report.resident_after_open - report.resident_before_open}};
+                 {"model_resident_bytes", report.resident_after_open - report.resident_before_open},
+                 {"huge_page_weight_bytes", report.huge_page_bytes},
+                 {"resident_huge_page_bytes", report.resident_huge_pages}};
   const ConfigResult* full = full_row(report);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : report.rows) {
@@ -389,7 +394,11 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
                           : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
       << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup
       << ", median of " << o.repeat << " [min-max] | model resident "
-      << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open)) << "\n\n";
+      << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open))
+      << (report.huge_page_bytes > 0 ? fmt(" (decoder weights %.0f MiB moved to huge pages, ", mib(report.huge_page_bytes)) +
+                                           fmt("%.0f MiB granted)", mib(report.resident_huge_pages))
+                                     : std::string())
+      << "\n\n";
 
   const ConfigResult* full = full_row(report);
   char line[512];
@@ -470,7 +479,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
     out << "\nagainst this machine's GEMM rate (" << report.vs_machine_dtype << " torch::linear " << GemmProbe::kM << "x"
         << GemmProbe::kK << "x" << GemmProbe::kN
         << (report.vs_machine_packed ? ", the faster of the plain and the oneDNN-packed weight" : "") << ", timed for " << fmt("%g", o.vs_machine_seconds)
-        << " s before each timed request, and the memory read (sum of 1 GiB) for as long; per request: the stage's FLOP rate"
+        << " s before each timed request, and the memory read (sum of 1 GiB in huge pages) for as long; per request: the stage's FLOP rate"
         << " over that GEMM rate, and decode's weight bytes per second (" << fmt("%.3g", report.decode_weight_bytes / 1e9)
         << " GB a step) over that read rate; median [min-max])\n";
     std::snprintf(line, sizeof line, "%-14s %24s %21s %21s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill",

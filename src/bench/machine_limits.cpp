@@ -12,6 +12,7 @@
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
 #include "model/cpu_widened_attention.h"
+#include "model/huge_pages.h"
 #include "model/int8_linear.h"
 #include "model/onednn_linear.h"
 #include "util/cpu_threads.h"
@@ -50,8 +51,8 @@ class UncachedWeights {
   explicit UncachedWeights(const torch::Tensor& weight) {
     const int64_t copy_bytes = weight.numel() * static_cast<int64_t>(weight.element_size());
     const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
-    copies_.push_back(weight);
-    for (int64_t i = 1; i < copies; ++i) copies_.push_back(weight.clone());
+    // in huge pages, as a session keeps its decoder's weights (model/huge_pages.h)
+    for (int64_t i = 0; i < copies; ++i) copies_.push_back(copy_to_huge_pages(weight.clone()));
   }
   const torch::Tensor& next() { return copies_[next_++ % copies_.size()]; }
 
@@ -84,7 +85,9 @@ double GemmProbe::gflops(double seconds) const {
   return std::max(plain_gflops(seconds / 2), packed_gflops(seconds / 2));
 }
 
-ReadProbe::ReadProbe() : data_(torch::ones({kBytes / 4}, torch::kFloat)) {}
+// In huge pages, as the weights a decode step streams (model/huge_pages.h): the rate is the
+// memory's, not the page walks'.
+ReadProbe::ReadProbe() : data_(copy_to_huge_pages(torch::ones({kBytes / 4}, torch::kFloat))) {}
 
 double ReadProbe::gbs(double seconds) const {
   torch::NoGradGuard no_grad;
@@ -123,11 +126,13 @@ MachineLimits measure_machine(int threads, double seconds) {
       const double te = best_seconds([&] { (void)gemv_linear(x1, w1.next(), c10::nullopt); }, slice);
       m.gemv.push_back({"era-bf16", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
       m.gemv_gbs.push_back(bytes / te / 1e9);
-      if (gemv_avx512_available()) {  // the same kernel pinned to its AVX2 loop, for comparison
-        allow_gemv_avx512(false);
+      // the same kernel held to each plainer loop the CPU has, for comparison
+      for (const auto& [loop, name] : {std::pair{GemvLoop::kAvx512, "era-avx512"}, std::pair{GemvLoop::kAvx2, "era-avx2"}}) {
+        if (loop >= gemv_best_loop()) continue;
+        limit_gemv_loop(loop);
         const double t2 = best_seconds([&] { (void)gemv_linear(x1, w1.next(), c10::nullopt); }, slice);
-        allow_gemv_avx512(true);
-        m.gemv.push_back({"era-avx2", 1, K1, N1, 2.0 * K1 * N1 / t2 / 1e9});
+        limit_gemv_loop(GemvLoop::kAvx512Bf16);
+        m.gemv.push_back({name, 1, K1, N1, 2.0 * K1 * N1 / t2 / 1e9});
         m.gemv_gbs.push_back(bytes / t2 / 1e9);
       }
     }
@@ -165,7 +170,7 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights (era-avx2: its bf16 AVX2 loop, where it has an AVX-512 one); ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
+        "kernel on bf16 / int8 weights (era-avx512 / era-avx2: its plainer bf16 loops, where the CPU has a better one: model/cpu_gemv.h); ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
         "(bf16-ops) or era's kernel (era-bf16); " << m.threads << " threads"
      << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
      << ", best of repeated runs)\n";
@@ -176,7 +181,7 @@ std::string format_machine(const MachineLimits& m) {
   }
   for (size_t i = 0; i < m.gemv.size(); ++i) {
     const auto& g = m.gemv[i];
-    std::snprintf(line, sizeof line, "  GEMV %-8s 1x%lldx%lld                  %8.1f GFLOP/s  %6.1f GB/s of weights\n",
+    std::snprintf(line, sizeof line, "  GEMV %-10s 1x%lldx%lld                %8.1f GFLOP/s  %6.1f GB/s of weights\n",
                   g.dtype.c_str(), static_cast<long long>(g.k), static_cast<long long>(g.n), g.gflops, m.gemv_gbs[i]);
     os << line;
   }
@@ -187,7 +192,7 @@ std::string format_machine(const MachineLimits& m) {
     std::snprintf(line, sizeof line, "  ATTN %-8s %-32s%8.1f GFLOP/s\n", a.path.c_str(), shape, a.gflops);
     os << line;
   }
-  std::snprintf(line, sizeof line, "  memory read (sum of 1 GiB)                 %8.1f GB/s\n", m.read_gbs);
+  std::snprintf(line, sizeof line, "  memory read (sum of 1 GiB, huge pages)     %8.1f GB/s\n", m.read_gbs);
   os << line;
   std::snprintf(line, sizeof line, "  memory copy (512 MiB, read + written)      %8.1f GB/s\n", m.copy_gbs);
   os << line;

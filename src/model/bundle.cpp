@@ -9,6 +9,7 @@
 #include "era/error.h"
 #include "model/cpu_gemv.h"
 #include "model/export_compat.h"
+#include "model/huge_pages.h"
 #include "model/int8_weights.h"
 #include "util/input_file.h"
 #include "util/error_text.h"
@@ -252,6 +253,8 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
     if (convert) m->to(b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
   b.int8_sources_freed = finish_int8_load(b, int8);
+  // Last, once every weight has its final form: decode streams them all each step.
+  if (device.is_cpu()) b.huge_page_bytes = move_to_huge_pages(b.decoder);
   if (b.manifest.image.layout == ImageLayout::kAnyres) {
     for (const auto& p : b.projector.named_parameters()) {
       if (p.name == "image_newline") b.image_newline = p.value;

@@ -29,6 +29,9 @@ struct ModelBundle {
   // Bytes of int8 weights freed after loading: the copies the quantisation engine kept beside its
   // packed ones (model/int8_weights.h); 0 for engines that keep none.
   int64_t int8_sources_freed = 0;
+  // Bytes of decoder weights moved into transparent huge pages at load (model/huge_pages.h; CPU
+  // only, 0 where Linux offers none).
+  int64_t huge_page_bytes = 0;
   // Linears of the vision tower and projector whose weights were packed for oneDNN at load
   // (model/onednn_linear.h, model/cpu_matmul.h); 0 where none were.
   int onednn_packed_linears = 0;

@@ -32,17 +32,28 @@ constexpr int64_t kGemvMaxRows = 4;
 torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight,
                           const c10::optional<torch::Tensor>& bias);
 
-// The kernel itself: x [..., K] (any floating dtype, taken as float32) times weight [N, K]
-// (bf16, fp16 or int8, on the CPU) transposed, summed in float32: [M, N] float32 with M = the
-// rows of x. Every row of the weight is read once for all M rows (M small: kGemvMaxRows). The
-// caller checks gemv_kernel_available() and the shapes (gemv_linear; model/int8_linear.h).
+// The kernel itself: x [..., K] (float32, bf16 or fp16) times weight [N, K] (bf16, fp16 or int8,
+// on the CPU) transposed, summed in float32, then y = sum * scales[n] + bias[n] (each where
+// defined; scales float32 [N]: int8 weights' per-row scales) rounded once to out_dtype (float32,
+// bf16 or fp16): [M, N] with M = the rows of x. Every row of the weight is read once for all M rows
+// (M small: kGemvMaxRows). The caller checks gemv_kernel_available() and the shapes (gemv_linear;
+// model/int8_linear.h).
+torch::Tensor gemv_fused(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
+                         const c10::optional<torch::Tensor>& bias, torch::ScalarType out_dtype);
+// gemv_fused without scales or bias, in float32.
 torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight);
 
-// bf16 weights take an AVX-512 loop where the CPU has AVX-512 F + BW (16 weights a register),
-// the AVX2 one elsewhere. allow_gemv_avx512(false) pins the AVX2 loop, so that tests and
-// era_bench --machine run both on such a CPU; process-wide, not for concurrent sessions.
-bool gemv_avx512_available();
-void allow_gemv_avx512(bool allowed);
+// The kernel's loops for bf16 weights, from the plainest. kAvx2: each 8 weights widened to float32
+// and multiplied by float32 activations; kAvx512: the same, 16 a register; kAvx512Bf16: bf16
+// activations too (a bf16 model's), multiplied pairwise by AVX512-BF16's dot product, nothing
+// widened. fp16 weights take kAvx2's loop, int8 ones their own (AVX2). A call takes the best loop
+// the CPU has that its formats allow (kAvx512Bf16 only for bf16 activations).
+enum class GemvLoop { kAvx2 = 0, kAvx512 = 1, kAvx512Bf16 = 2 };
+GemvLoop gemv_best_loop();      // the best this CPU has (kAvx2 where the kernel runs at all)
+GemvLoop gemv_bf16_loop();      // the one bf16 weights take now: the best, at most the limit
+// Caps the loop, so that tests and era_bench --machine run each one on a CPU that has a better
+// one; process-wide, not for concurrent sessions. kAvx512Bf16 (the default) lifts the cap.
+void limit_gemv_loop(GemvLoop limit);
 
 // How many threads the kernel's loop reaches (util/kernel_threads.h: kernel_threads(), when its
 // file is compiled with OpenMP, as CMakeLists.txt sees to; one otherwise).

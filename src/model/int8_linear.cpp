@@ -130,13 +130,11 @@ torch::Tensor int8_linear(const torch::Tensor& x, const torch::Tensor& weight, c
     if (direct.defined()) return direct.to(x.scalar_type()).view(shape);
   }
 #endif
-  torch::Tensor y;  // float32 [M, N]: the unscaled sums
   if (M >= 1 && M <= gemv_max_rows && K > 0 && x.is_cpu() && weight.is_cpu() && gemv_kernel_available()) {
-    y = gemv_products(x, weight);
-  } else {
-    const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
-    y = generic_products(x.reshape({M, K}).to(dtype).contiguous(), weight);
+    return gemv_fused(x, weight, scales, bias, x.scalar_type()).view(shape);  // scales and bias applied in the kernel
   }
+  const torch::ScalarType dtype = widen ? torch::kFloat : x.scalar_type();
+  torch::Tensor y = generic_products(x.reshape({M, K}).to(dtype).contiguous(), weight);  // float32 [M, N]: the unscaled sums
   y.mul_(scales.to(torch::kFloat));
   if (bias && bias->defined()) y.add_(bias->to(torch::kFloat));
   return y.to(x.scalar_type()).view(shape);

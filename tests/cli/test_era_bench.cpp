@@ -162,6 +162,9 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   if (gemv_kernel_available()) {  // era's decode kernel (model/cpu_gemv.h), on bf16 and int8 weights
     rows.push_back("GEMV era-bf16");
     rows.push_back("GEMV era-int8");
+    // the plainer loops the CPU also has
+    if (gemv_best_loop() > GemvLoop::kAvx512) rows.push_back("GEMV era-avx512");
+    if (gemv_best_loop() > GemvLoop::kAvx2) rows.push_back("GEMV era-avx2");
   }
   for (const std::string& row : rows) {
     const auto at = r.out.find(row);

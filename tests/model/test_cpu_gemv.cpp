@@ -24,22 +24,35 @@ TEST(CpuGemv, KernelIsAvailableWhereTheCpuHasAvx2FmaF16c) {
   EXPECT_EQ(gemv_kernel_available(), cpu_has_flag("avx2") && cpu_has_flag("fma") && cpu_has_flag("f16c"));
 }
 
-TEST(CpuGemv, Bfloat16TakesTheAvx512LoopWhereTheCpuHasIt) {
-  EXPECT_EQ(gemv_avx512_available(), gemv_kernel_available() && cpu_has_flag("avx512f") && cpu_has_flag("avx512bw"));
+TEST(CpuGemv, Bfloat16TakesTheBestLoopTheCpuHas) {
+  if (!gemv_kernel_available()) GTEST_SKIP() << "no AVX2 kernel on this CPU";
+  const bool avx512 = cpu_has_flag("avx512f") && cpu_has_flag("avx512bw");
+  const GemvLoop want = !avx512 ? GemvLoop::kAvx2 : cpu_has_flag("avx512_bf16") ? GemvLoop::kAvx512Bf16 : GemvLoop::kAvx512;
+  EXPECT_EQ(gemv_best_loop(), want);
+  EXPECT_EQ(gemv_bf16_loop(), want);
+  limit_gemv_loop(GemvLoop::kAvx2);
+  EXPECT_EQ(gemv_bf16_loop(), GemvLoop::kAvx2);
+  limit_gemv_loop(GemvLoop::kAvx512Bf16);
+  EXPECT_EQ(gemv_bf16_loop(), want);
 }
 
-// Both loops where the CPU has AVX-512 (bf16 weights: the AVX-512 one, then the AVX2 one pinned).
+// Every loop the CPU has (bf16 weights: the best one, then each plainer one by limit_gemv_loop);
+// bf16 activations take the AVX512-BF16 loop where the CPU has it, float32 / fp16 ones the
+// widening loops.
 TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
   torch::manual_seed(0);
-  for (const bool wide : {true, false}) {
-  if (wide && !gemv_avx512_available()) continue;
-  allow_gemv_avx512(wide);
+  for (const GemvLoop loop : {GemvLoop::kAvx512Bf16, GemvLoop::kAvx512, GemvLoop::kAvx2}) {
+  if (loop > gemv_best_loop()) continue;
+  limit_gemv_loop(loop);
+  ASSERT_EQ(gemv_bf16_loop(), loop);
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
     for (const int64_t rows : {1, 2, 3, 4}) {
       // K: whole vectors, a tail of 3, fewer than one vector, and a block of 4 rows too large to
-      // prefetch into L1 (over 16 KB: prefetched to L2); N: one block, blocks plus a tail, enough
-      // rows for both threads (chunk edges off the 4-row blocks)
-      for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}}) {
+      // prefetch into L1 (over 16 KB: prefetched to L2), and tails past the bf16 dot loop's
+      // 64- and 32-element steps; N: one block, blocks plus a tail, enough rows for both threads
+      // (chunk edges off the 4-row blocks)
+      for (const auto& [K, N] :
+           std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}, {127, 6}, {31, 5}}) {
         for (const bool with_bias : {false, true}) {
           const torch::Tensor x = torch::randn({rows, K}).to(dtype), w = torch::randn({N, K}).to(dtype);
           c10::optional<torch::Tensor> b;
@@ -47,7 +60,8 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
           const torch::Tensor got = gemv_linear(x, w, b);
           const torch::Tensor want = torch::linear(x.to(torch::kFloat), w.to(torch::kFloat), b ? b->to(torch::kFloat) : torch::Tensor());
           const std::string what = std::string(c10::toString(dtype)) + " rows " + std::to_string(rows) + " K " + std::to_string(K) +
-                                   " N " + std::to_string(N) + (with_bias ? " bias" : "") + (wide ? " avx512" : " avx2");
+                                   " N " + std::to_string(N) + (with_bias ? " bias" : "") + " loop " +
+                                   std::to_string(static_cast<int>(loop));
           ASSERT_EQ(got.sizes(), want.sizes()) << what;
           EXPECT_EQ(got.scalar_type(), dtype) << what;
           expect_close_to_float32(got, want, what);
@@ -56,7 +70,25 @@ TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
     }
   }
   }
-  allow_gemv_avx512(true);
+  limit_gemv_loop(GemvLoop::kAvx512Bf16);
+}
+
+// The sums' epilogue: scales and bias applied in float32 and one rounding to the asked dtype,
+// without them, exactly the float32 result's own rounding (LibTorch's conversion).
+TEST(CpuGemv, FusedEpilogueRoundsTheFloat32ResultOnce) {
+  torch::manual_seed(4);
+  const torch::Tensor x = torch::randn({3, 200}).to(torch::kBFloat16), w = torch::randn({50, 200}).to(torch::kBFloat16);
+  const torch::Tensor scales = torch::rand({50}) + 0.5, bias = torch::randn({50}).to(torch::kBFloat16);
+  const torch::Tensor sums = gemv_products(x, w);
+  EXPECT_EQ(sums.scalar_type(), torch::kFloat);
+  const torch::Tensor want = (sums * scales + bias.to(torch::kFloat));
+  for (const auto out : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    const torch::Tensor got = gemv_fused(x, w, scales, bias, out);
+    ASSERT_EQ(got.scalar_type(), out);
+    // the same sums times the scale plus the bias (an FMA may fuse the two), rounded once
+    expect_close_to_float32(got, want, std::string("fused to ") + c10::toString(out));
+  }
+  EXPECT_TRUE(torch::equal(gemv_fused(x, w, torch::Tensor(), c10::nullopt, torch::kBFloat16), sums.to(torch::kBFloat16)));
 }
 
 TEST(CpuGemv, KeepsLeadingDimensionsAndFloat32Activations) {
