@@ -209,6 +209,9 @@ ERA_GEMV_BF16DOT_TARGET inline void block_row_bf16_dot(const uint16_t* xm, const
   int64_t k = 0;
   for (; k < k64; k += 64) {
     const __m512bh x0 = bh(_mm512_loadu_si512(xm + k)), x1 = bh(_mm512_loadu_si512(xm + k + 32));
+    // unrolled whatever the optimisation level: as a loop over arrays, GCC -O2 kept the
+    // accumulators in memory (35 GB/s against 51 with -O3 on the Zen 5 VM)
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       a[r] = _mm512_dpbf16_ps(a[r], bh(_mm512_loadu_si512(w0 + r * K + k)), x0);
       b[r] = _mm512_dpbf16_ps(b[r], bh(_mm512_loadu_si512(w0 + r * K + k + 32)), x1);
@@ -216,6 +219,7 @@ ERA_GEMV_BF16DOT_TARGET inline void block_row_bf16_dot(const uint16_t* xm, const
   }
   for (; k < k32; k += 32) {
     const __m512bh x0 = bh(_mm512_loadu_si512(xm + k));
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) a[r] = _mm512_dpbf16_ps(a[r], bh(_mm512_loadu_si512(w0 + r * K + k)), x0);
   }
   if (k < K) {

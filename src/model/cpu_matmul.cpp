@@ -8,6 +8,7 @@
 #include "era/error.h"
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
+#include "model/cpu_widened_attention.h"
 #include "model/int8_linear.h"
 #include "model/onednn_linear.h"
 #include "util/compat.h"
@@ -133,6 +134,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   // AVX512-BF16 (Zen 5); with AMX, whose bf16 products are several times its float32 rate, the
   // fused bf16 kernel stays (not measured against it there).
   const bool per_head_kernel = eager_decode && bundle.dtype == torch::kBFloat16 && !cpu_has_flag("amx_bf16");
+  // A decode step's attention in era's kernel, which reads the KV cache in place
+  // (model/cpu_widened_attention.h): wherever that kernel has its AVX2 path, bf16 arithmetic or not.
+  const bool decode_kernel = bundle.device.is_cpu() && bundle.dtype == torch::kBFloat16 && mode != CpuMatmul::kNative &&
+                             attention_isa_available(AttentionIsa::kAvx2);
   int set = 0;
   for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
     for (torch::jit::Module m : top->modules()) {
@@ -151,7 +156,10 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
       // the exported vision attention cores: era's per-head kernel where it beats LibTorch's bf16 one
       const bool per_head = m.hasattr("per_head_kernel");
       if (per_head) m.setattr("per_head_kernel", per_head_kernel);
-      set += widens || hands_over || norm || eager || per_head;
+      // the exported decoder attention cores: a one-token step in era's kernel
+      const bool decode = m.hasattr("decode_kernel");
+      if (decode) m.setattr("decode_kernel", decode_kernel);
+      set += widens || hands_over || norm || eager || per_head || decode;
     }
   }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed

@@ -71,8 +71,10 @@ bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 // where compat::kBf16LayerNormRoundsPerStep, in every mode but kNative) and eager_decode (the
 // exported SDPA core: a one-token step as bf16 products and a float32 softmax where the CPU has
 // bf16 arithmetic, in every mode but kNative), and per_head_kernel (the exported vision attention
-// cores: era::widened_attention's kernel there too, for bf16, where that arithmetic is not AMX)
-// on every submodule of the bundle's
+// cores: era::widened_attention's kernel there too, for bf16, where that arithmetic is not AMX),
+// and decode_kernel (the exported decoder attention cores, math or SDPA: a one-token step that
+// sees every key in era::widened_attention, which reads the KV cache in place; for bf16 wherever
+// its AVX2 path runs, in every mode but kNative) on every submodule of the bundle's
 // three modules that has them, and packs the vision tower's and projector's linears where
 // cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
 // had attributes set (0 for a bundle exported before either existed). Packing is one way: a

@@ -15,6 +15,7 @@
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
+#include "model/cpu_widened_attention.h"
 #include "pipeline/session_internals.h"
 #include "test_support.h"
 #include "util/compat.h"
@@ -146,6 +147,16 @@ TEST(CpuMatmul, SdpaCoresDecodeEagerlyWhereTheCpuMultipliesBf16) {
   if (eager_flags(bf16).empty()) GTEST_SKIP() << "this bundle's decoder has math attention cores";
   EXPECT_EQ(eager_flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
   expect_switch(eager_flags, cpu_has_native_arithmetic(torch::kBFloat16));
+}
+
+// The exported decoder attention cores' decode_kernel (either kind): a one-token step in
+// era::widened_attention, which reads the cache in place, wherever its AVX2 path runs, in every
+// mode but kNative; never for a float32 model.
+TEST(CpuMatmul, DecoderCoresTakeTheDecodeKernelWhereItsAvx2PathRuns) {
+  auto flags = [](ModelBundle& b) { return bool_attributes(b.decoder, "decode_kernel"); };
+  ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
+  EXPECT_EQ(flags(bf16).size(), static_cast<size_t>(bf16.manifest.text.num_layers + 1));  // layers + attend()
+  expect_switch(flags, attention_isa_available(AttentionIsa::kAvx2));
 }
 
 // The exported vision attention cores' per_head_kernel: era::widened_attention's kernel where the

@@ -77,6 +77,10 @@ TEST_P(CpuWidenedAttentionPaths, EqualsTheCompositionForTowerPrefillAndChunkShap
       {"LAR's augmented keys (width 40 beside values of 40)", 1, 2, 21, 21, 40, 40, 0, true},
       {"values narrower than the keys", 1, 2, 16, 20, 24, 8, 4, true},
       {"odd sizes (vector tails)", 1, 1, 7, 13, 5, 3, 0, false},
+      // one query row: the decode step's path (attend_one_query, keys read in place)
+      {"a decode step (LAR's 129-wide keys padded to 136)", 1, 4, 1, 250, 136, 136, 249, false},
+      {"a decode step, odd widths, fewer keys than one group of four", 2, 3, 1, 3, 13, 7, 2, false},
+      {"one query with hidden keys (causal, offset 5 of 11)", 1, 2, 1, 11, 16, 16, 5, true},
   };
   for (const Case& c : cases) {
     const auto t = heads(c.B, c.H, c.tq, c.tk, c.d, c.dv);
@@ -86,6 +90,23 @@ TEST_P(CpuWidenedAttentionPaths, EqualsTheCompositionForTowerPrefillAndChunkShap
     // the layout the callers' transpose(1, 2).reshape reads without a copy
     EXPECT_TRUE(got.transpose(1, 2).is_contiguous()) << c.what;
   }
+}
+
+// A decode step's operands as the decoder passes them: slices of the KV cache [B, H, S_max, D]
+// (heads S_max * D apart), the query a transposed view.
+TEST_P(CpuWidenedAttentionPaths, DecodeStepReadsCacheSlicesInPlace) {
+  torch::manual_seed(6);
+  const auto bf16 = torch::dtype(torch::kBFloat16);
+  const torch::Tensor k_cache = torch::randn({2, 4, 64, 40}).to(bf16), v_cache = torch::randn({2, 4, 64, 40}).to(bf16);
+  const torch::Tensor q = torch::randn({2, 1, 4, 40}).to(bf16).transpose(1, 2);
+  for (const int64_t tk : {1, 2, 37, 64}) {
+    const torch::Tensor k = k_cache.narrow(2, 0, tk), v = v_cache.narrow(2, 0, tk);
+    const torch::Tensor got = widened_attention(q, k, v, 0.158, tk - 1, false);
+    expect_attention_close(got, widened_attention_reference(q, k, v, 0.158, tk - 1, false), "cache slice of " + std::to_string(tk));
+  }
+  // one key: the output is that key's value
+  const torch::Tensor one = widened_attention(q, k_cache.narrow(2, 0, 1), v_cache.narrow(2, 0, 1), 0.158, 0, false);
+  EXPECT_TRUE(torch::equal(one, v_cache.narrow(2, 0, 1)));
 }
 
 // Query rows past 2^20 / Tk are a second block: the rows of each block land in their place.

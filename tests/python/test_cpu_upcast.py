@@ -279,6 +279,31 @@ class AttentionCoreTest(unittest.TestCase):
                                     F.scaled_dot_product_attention(qp, k, v, is_causal=True, scale=0.125)))
         self.assertTrue(torch.equal(sdpa(q, k, v, 10), lm.SdpaAttention(0.125).attend(q, k, v, 10)))
 
+    def test_decode_kernel_runs_a_step_through_the_operator_and_only_a_step(self):
+        """decode_kernel (set by the runtime for a bf16 model on a CPU with AVX2), both decoder
+        cores: a one-token step that sees every key is era::widened_attention's (here its Python
+        definition), within a bf16 unit of MathAttention's step; prefill and a chunk with hidden
+        keys keep each core's own path; exported off."""
+        torch.manual_seed(6)
+        q = torch.randn(1, 4, 1, 72, dtype=BF16)
+        k, v = (torch.randn(1, 4, 30, 72, dtype=BF16) for _ in range(2))
+        qp = torch.randn(1, 4, 30, 72, dtype=BF16)
+        want = torch.ops.era.widened_attention(q, k, v, 0.125, 29, False)
+        math_step = torch.jit.script(lm.MathAttention(0.125))(q, k, v, 29)
+        cores = [("math", lm.MathAttention)]
+        if lm.sdpa_available():
+            cores.append(("sdpa", lm.SdpaAttention))
+        for name, cls in cores:
+            core = torch.jit.script(cls(0.125))
+            self.assertFalse(core.decode_kernel, name)  # exported off
+            prefill, chunk = core(qp, k, v, 0), core(q, k, v, 10)
+            core.decode_kernel = True
+            got = core(q, k, v, 29)
+            self.assertTrue(torch.equal(got, want), name)
+            self.assertLess(float((got.float() - math_step.float()).abs().max()), 0.02, name)
+            self.assertTrue(torch.equal(core(qp, k, v, 0), prefill), name)
+            self.assertTrue(torch.equal(core(q, k, v, 10), chunk), name)
+
     def test_vision_cores_run_the_per_head_kernel_when_asked(self):
         """per_head_kernel (set by the runtime where the CPU multiplies bf16 natively without AMX): both
         vision cores hand the unwidened call to era::widened_attention; off (as exported) they

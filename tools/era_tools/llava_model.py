@@ -495,10 +495,13 @@ class MathAttention(nn.Module):
         super().__init__()
         self.scale = scale
         self.cpu_upcast_min_rows = 0  # see Linear
+        self.decode_kernel = False  # see SdpaAttention
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 causal_offset: int) -> torch.Tensor:
         tq, tk = q.shape[2], k.shape[2]
+        if self.decode_kernel and tq == 1 and causal_offset + 1 >= tk:
+            return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, False)
         up = cpu_upcast(q, tq, self.cpu_upcast_min_rows)
         if up:  # the same roundings, one head at a time in C++ (src/model/cpu_widened_attention.h)
             return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, True)
@@ -535,9 +538,17 @@ class SdpaAttention(nn.Module):
         # 4000 keys fused, 0.19 / 0.60 / 3.8 eager. Where bf16 products are LibTorch's own
         # kernels the eager form is the slower one (0.81 / 3.9 / 15.3 ms): False as exported.
         self.eager_decode = False
+        # Set by era's runtime for a bf16 model on a CPU with AVX2 (src/model/cpu_matmul.h): a
+        # one-token decode step that sees every key runs era::widened_attention, which reads the
+        # cache slices where they lie (HF's eager roundings, float32 products). Both compositions
+        # above copied each head's K and V slice inside bmm: 0.64 ms a layer at 250 keys on the
+        # Zen 5 VM. Before eager_decode, which bundles exported before it keep.
+        self.decode_kernel = False
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 causal_offset: int) -> torch.Tensor:
+        if self.decode_kernel and q.shape[2] == 1 and causal_offset + 1 >= k.shape[2]:
+            return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, False)
         if cpu_upcast(q, q.shape[2], self.cpu_upcast_min_rows):
             return self.attend(q.float(), k.float(), v.float(), causal_offset).to(q.dtype)
         if self.eager_decode and q.shape[2] == 1 and causal_offset + 1 >= k.shape[2]:
