@@ -223,12 +223,12 @@ __attribute__((target("avx512f"))) void gemm_tile512(const float* a, int64_t lda
 
 // The row and column loops over a tile function: tiles of 4 rows (then 3, 2 or 1 at the bottom)
 // by Cols columns; tile(rows, a, b, c) multiplies one.
-template <int Cols, typename Tile>
-void gemm_by_tiles(const Tile& tile, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+template <int Cols, typename Tile, typename T>
+void gemm_by_tiles(const Tile& tile, const T* a, int64_t lda, const T* b, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   for (int64_t j = 0; j < cols; j += Cols) {
     int64_t i = 0;
     for (; i + kTileRows <= rows; i += kTileRows) tile(std::integral_constant<int, 4>{}, a + i * lda, b + j, c + i * ldc + j);
-    const float *ai = a + i * lda, *bj = b + j;
+    const T *ai = a + i * lda, *bj = b + j;
     float* cij = c + i * ldc + j;
     switch (rows - i) {
       case 3: tile(std::integral_constant<int, 3>{}, ai, bj, cij); break;
@@ -268,6 +268,65 @@ void gemm_scalar(const float* a, int64_t lda, const float* b, int64_t ldb, float
   }
 }
 
+bool has_avx512_bf16() {
+  static const bool available =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+  return available;
+}
+
+#define ERA_ATTN_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+ERA_ATTN_BF16_TARGET inline __m512bh as_bf16_pairs(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
+
+// Two bf16 values as the 32-bit pair AVX512-BF16's dot product takes: `lo` in the low half.
+inline uint32_t bf16_pair(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16; }
+inline uint16_t bf16_bits(c10::BFloat16 v) { return v.x; }
+// A float32 that holds a bf16 value exactly (the probabilities): its top half.
+inline uint16_t bf16_bits_of_exact(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// Vectors of 16 columns per tile: 4 rows x 4 vectors are 16 independent sums, enough to cover
+// the dot product's latency.
+constexpr int kPairTileVectors = 4;
+
+// C[R, 64] = A B with the depth in bf16 pairs: A's rows are `pairs` 32-bit pairs (lda apart), B's
+// rows 64 pair-columns (ldb apart, in 32-bit units): column j of B row i holds the pair
+// (b[2i][j], b[2i+1][j]). Each vdpbf16ps adds both products of a pair per lane, exactly, to a
+// float32 sum.
+template <int R>
+ERA_ATTN_BF16_TARGET void dot_tile512(const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c, int64_t ldc,
+                                      int64_t pairs) {
+  __m512 acc[R][kPairTileVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kPairTileVectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < pairs; ++i) {
+    __m512bh bv[kPairTileVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kPairTileVectors; ++v) bv[v] = as_bf16_pairs(_mm512_loadu_si512(b + i * ldb + 16 * v));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512bh ar = as_bf16_pairs(_mm512_set1_epi32(static_cast<int>(a[r * lda + i])));
+#pragma GCC unroll 4
+      for (int v = 0; v < kPairTileVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kPairTileVectors; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
+void gemm_bf16_pairs(const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
+                     int64_t cols, int64_t pairs) {
+  const auto tile = [&](auto r, const uint32_t* ai, const uint32_t* bj, float* cij) {
+    dot_tile512<decltype(r)::value>(ai, lda, bj, ldb, cij, ldc, pairs);
+  };
+  gemm_by_tiles<16 * kPairTileVectors>(tile, a, lda, b, c, ldc, rows, cols);
+}
+
 // The product that runs on this CPU, and the column multiple its tiles need (the buffers' padding).
 using Gemm = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t, int64_t);
 struct GemmKernel {
@@ -280,11 +339,13 @@ std::atomic<int> g_pinned_isa{-1};  // -1: the best this CPU has
 AttentionIsa current_isa() {
   const int pinned = g_pinned_isa.load();
   if (pinned >= 0) return static_cast<AttentionIsa>(pinned);
+  if (has_avx512_bf16() && has_avx2_fma()) return AttentionIsa::kAvx512Bf16;
   return has_avx512() && has_avx2_fma() ? AttentionIsa::kAvx512 : has_avx2_fma() ? AttentionIsa::kAvx2 : AttentionIsa::kScalar;
 }
 
 GemmKernel gemm_kernel() {
   switch (current_isa()) {
+    case AttentionIsa::kAvx512Bf16: return {gemm_avx512, 16 * kPairTileVectors};  // the padding of attend_head_bf16_pairs's tiles
     case AttentionIsa::kAvx512: return {gemm_avx512, 32};
     case AttentionIsa::kAvx2: return {gemm_avx2, 16};
     default: return {gemm_scalar, 1};
@@ -297,6 +358,7 @@ struct HeadShape {
   float scale = 1;
   GemmKernel gemm = gemm_kernel();
   bool vector = current_isa() != AttentionIsa::kScalar;  // the softmax's AVX2 loops
+  bool bf16_pairs = current_isa() == AttentionIsa::kAvx512Bf16;  // attend_head_bf16_pairs
   int64_t tk_padded() const { return round_up(tk, gemm.cols); }
   // The row stride of the transposed keys: the padded width plus a cache line where that width
   // is an even number of lines. The transposition writes a column at a time, and rows a power
@@ -320,6 +382,7 @@ struct HeadView {
 // padding zero).
 struct HeadBuffers {
   std::vector<float> q, kt, v, scores, out;
+  std::vector<uint32_t> q2, kt2, v2, p2;  // attend_head_bf16_pairs's operands: bf16 pairs
   int64_t block = 0;  // query rows per block
 };
 
@@ -331,11 +394,22 @@ HeadBuffers* head_buffers(const HeadShape& s) {
     const auto fit = [](std::vector<float>& v, int64_t n) {
       if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
     };
-    fit(buffers.q, s.tq * s.d);
-    fit(buffers.kt, s.d * s.kt_stride());
-    fit(buffers.v, s.tk * dv_pad);
     fit(buffers.scores, buffers.block * tk_pad);
     fit(buffers.out, buffers.block * dv_pad);
+    if (s.bf16_pairs) {
+      const auto fit2 = [](std::vector<uint32_t>& v, int64_t n) {
+        if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+      };
+      const int64_t d_pairs = (s.d + 1) / 2;
+      fit2(buffers.q2, s.tq * d_pairs);
+      fit2(buffers.kt2, d_pairs * s.kt_stride());
+      fit2(buffers.v2, tk_pad / 2 * dv_pad);
+      fit2(buffers.p2, buffers.block * tk_pad / 2);
+    } else {
+      fit(buffers.q, s.tq * s.d);
+      fit(buffers.kt, s.d * s.kt_stride());
+      fit(buffers.v, s.tk * dv_pad);
+    }
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
@@ -438,6 +512,49 @@ ERA_ATTN_TARGET void attend_one_query(const HeadShape& s, const HeadView& h, std
   round_rows_to_bf16(o, dv, h.out, dv, 1, dv);
 }
 
+// attend_head with AVX512-BF16's dot products: the operands stay bf16, laid out as the pairs the
+// instruction multiplies (Q's rows as pairs along D; K transposed, each column a key's pair; V and
+// the probabilities paired along the keys: P is bf16-valued already, HF's rounding). Same
+// products (exact) and float32 sums as the widened path, in another order; twice the multiplies
+// per instruction and half the operand bytes. A CLIP-L/336 tower layer on the Zen 5 VM: ...
+ERA_ATTN_BF16_TARGET void attend_head_bf16_pairs(const HeadShape& s, const HeadView& h, HeadBuffers& buf) {
+  const int64_t tk_pad = s.tk_padded(), dv_pad = s.dv_padded(), kt_ld = s.kt_stride();
+  const int64_t d_pairs = (s.d + 1) / 2, key_pairs = tk_pad / 2;
+  uint32_t *q2 = buf.q2.data(), *kt2 = buf.kt2.data(), *v2 = buf.v2.data(), *p2 = buf.p2.data();
+  float *sc = buf.scores.data(), *of = buf.out.data();
+  const auto bits = [](const c10::BFloat16* row, int64_t c, int64_t n) { return c < n ? bf16_bits(row[c]) : uint16_t{0}; };
+  for (int64_t t = 0; t < s.tq; ++t) {
+    const c10::BFloat16* row = h.q + t * h.q_stride;
+    for (int64_t i = 0; i < d_pairs; ++i) q2[t * d_pairs + i] = bf16_pair(bits(row, 2 * i, s.d), bits(row, 2 * i + 1, s.d));
+  }
+  for (int64_t i = 0; i < d_pairs; ++i) std::fill(kt2 + i * kt_ld + s.tk, kt2 + i * kt_ld + tk_pad, 0u);
+  for (int64_t j = 0; j < s.tk; ++j) {
+    const c10::BFloat16* row = h.k + j * h.k_stride;
+    for (int64_t i = 0; i < d_pairs; ++i) kt2[i * kt_ld + j] = bf16_pair(bits(row, 2 * i, s.d), bits(row, 2 * i + 1, s.d));
+  }
+  for (int64_t i = 0; i < key_pairs; ++i) {
+    const int64_t j0 = 2 * i, j1 = 2 * i + 1;
+    uint32_t* out = v2 + i * dv_pad;
+    for (int64_t c = 0; c < s.dv; ++c) {
+      const uint16_t lo = j0 < s.tk ? bf16_bits(h.v[j0 * h.v_stride + c]) : 0, hi = j1 < s.tk ? bf16_bits(h.v[j1 * h.v_stride + c]) : 0;
+      out[c] = bf16_pair(lo, hi);
+    }
+    std::fill(out + s.dv, out + dv_pad, 0u);
+  }
+  for (int64_t r0 = 0; r0 < s.tq; r0 += buf.block) {
+    const int64_t rows = std::min(buf.block, s.tq - r0);
+    gemm_bf16_pairs(q2 + r0 * d_pairs, d_pairs, kt2, kt_ld, sc, tk_pad, rows, tk_pad, d_pairs);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* p = sc + r * tk_pad;
+      probabilities_avx2(p, visible_keys(r0 + r, s.tk, s.causal_offset, s.causal), tk_pad, s.scale);
+      for (int64_t i = 0; i < key_pairs; ++i) p2[r * key_pairs + i] = bf16_pair(bf16_bits_of_exact(p[2 * i]), bf16_bits_of_exact(p[2 * i + 1]));
+    }
+    const int64_t depth = visible_keys(r0 + rows - 1, s.tk, s.causal_offset, s.causal);
+    gemm_bf16_pairs(p2, key_pairs, v2, dv_pad, of, dv_pad, rows, dv_pad, (depth + 1) / 2);
+    round_rows_to_bf16(of, dv_pad, h.out + r0 * h.out_stride, h.out_stride, rows, s.dv);
+  }
+}
+
 }  // namespace
 
 torch::Tensor widened_attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
@@ -517,7 +634,11 @@ torch::Tensor widened_attention(const torch::Tensor& q_in, const torch::Tensor& 
       view.v_stride = v.stride(2);
       view.out = op + (b * shape.tq * H + h) * shape.dv;
       view.out_stride = H * shape.dv;
-      attend_head(shape, view, *buffers);
+      if (shape.bf16_pairs) {
+        attend_head_bf16_pairs(shape, view, *buffers);
+      } else {
+        attend_head(shape, view, *buffers);
+      }
     }
   });
   TORCH_CHECK(!out_of_memory, "era::widened_attention: out of memory for the per-thread buffers of ", shape.tq, " x ", shape.tk,
@@ -527,6 +648,7 @@ torch::Tensor widened_attention(const torch::Tensor& q_in, const torch::Tensor& 
 
 bool attention_isa_available(AttentionIsa isa) {
   switch (isa) {
+    case AttentionIsa::kAvx512Bf16: return has_avx512_bf16() && has_avx2_fma();
     case AttentionIsa::kAvx512: return has_avx512() && has_avx2_fma();
     case AttentionIsa::kAvx2: return has_avx2_fma();
     default: return true;

@@ -45,7 +45,9 @@ torch::Tensor widened_attention_reference(const torch::Tensor& q, const torch::T
                                           int64_t causal_offset, bool causal);
 
 // The instruction sets the kernel has a path for, best first. It takes the best the CPU has.
-enum class AttentionIsa { kAvx512, kAvx2, kScalar };
+// kAvx512Bf16: the products as AVX512-BF16 dot products of the bf16 operands themselves (exact
+// products, float32 sums, as the widened ones), twice the multiplies per instruction.
+enum class AttentionIsa { kAvx512Bf16, kAvx512, kAvx2, kScalar };
 bool attention_isa_available(AttentionIsa isa);
 // Pins the kernel to `isa` (nullopt: the best again), so that tests and comparisons run every
 // path this CPU has; throws where the CPU lacks it. Process-wide: not for concurrent sessions.

@@ -48,7 +48,7 @@ std::vector<torch::Tensor> heads(int64_t B, int64_t H, int64_t tq, int64_t tk, i
           torch::randn({B, tk, H, dv}).to(bf16).transpose(1, 2)};
 }
 
-// Each path this CPU has (AVX-512, AVX2, scalar), on one kernel thread and on two.
+// Each path this CPU has (AVX512-BF16, AVX-512, AVX2, scalar), on one kernel thread and on two.
 class CpuWidenedAttentionPaths : public ::testing::TestWithParam<std::tuple<AttentionIsa, int>> {
  protected:
   void SetUp() override {
@@ -118,7 +118,7 @@ TEST_P(CpuWidenedAttentionPaths, QueryBlocksAreStitchedInOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsaAndThreads, CpuWidenedAttentionPaths,
-                         ::testing::Combine(::testing::Values(AttentionIsa::kAvx512, AttentionIsa::kAvx2, AttentionIsa::kScalar),
+                         ::testing::Combine(::testing::Values(AttentionIsa::kAvx512Bf16, AttentionIsa::kAvx512, AttentionIsa::kAvx2, AttentionIsa::kScalar),
                                             ::testing::Values(1, 2)));
 
 // The causal rule is the cores' (key j hidden from query t where j > offset + t): a value stored
