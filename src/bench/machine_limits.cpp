@@ -170,7 +170,7 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights (era-avx512 / era-avx2: its plainer bf16 loops, where the CPU has a better one: model/cpu_gemv.h); ATTN: one attention layer in bf16, products in float32, LibTorch's operators "
+        "kernel on bf16 / int8 weights (era-avx512 / era-avx2: its plainer bf16 loops, where the CPU has a better one: model/cpu_gemv.h); ATTN: one attention layer in bf16, sums in float32, LibTorch's operators "
         "(bf16-ops) or era's kernel (era-bf16); " << m.threads << " threads"
      << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
      << ", best of repeated runs)\n";

@@ -14,8 +14,10 @@
 // them on Debian's route; its batched products ran at a fifth of the GEMM rate there (1.13's bmm
 // calls OpenBLAS once per matrix, and 64-deep products are its weak shape). Here each kernel
 // thread takes whole heads: it widens the head's q, k (transposed) and v into buffers it keeps,
-// multiplies with era's own AVX-512 / AVX2 register tiles, and keeps the head's scores (1.3 MB
-// for CLIP) in cache between the two products. One parallel region per call, no LibTorch GEMM
+// multiplies with era's own AVX-512 / AVX2 register tiles (with AVX512-BF16: dot products of the
+// bf16 operands, kept as bf16 pairs instead of widened), and keeps the head's scores (1.3 MB
+// for CLIP) in cache between the two products; a single query row (a decode step) reads its k
+// and v where they lie instead. One parallel region per call, no LibTorch GEMM
 // inside: handing over between OpenBLAS's threads and era's per head cost more than the products
 // (libgomp's workers spin after each region, on the cores OpenBLAS then needs). Sums may be
 // blocked differently from the composition's: results agree to float32 summation order, so a
