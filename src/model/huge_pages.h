@@ -23,6 +23,11 @@ bool huge_pages_available();
 // larger resident than the original); `t` itself where huge pages are not available.
 torch::Tensor copy_to_huge_pages(const torch::Tensor& t);
 
+// torch::zeros(sizes, options), for a CPU tensor of 2 MiB or more in such memory: a fresh
+// anonymous mapping, zero until written and resident only where written (the KV cache: each
+// decode step reads every layer's keys and values so far).
+torch::Tensor zeros_in_huge_pages(at::IntArrayRef sizes, const torch::TensorOptions& options);
+
 // Moves each CPU tensor of `module` and its submodules (parameters, buffers and other tensor
 // attributes) of at least min_bytes into such memory, in place (Tensor::set_data: every holder of
 // the tensor sees the new memory, the old is freed). Skipped: a tensor that is a view or whose

@@ -4,14 +4,16 @@
 #include <numeric>
 
 #include "era/error.h"
+#include "model/huge_pages.h"
 
 namespace era {
 
 KvCache::KvCache(const TextSpec& spec, int64_t batch, int64_t capacity, torch::ScalarType dtype, const torch::Device& device)
     : capacity_(capacity), lengths_(static_cast<size_t>(spec.num_layers), 0) {
   const auto opts = torch::TensorOptions().dtype(dtype).device(device);
-  k_ = torch::zeros({spec.num_layers, batch, spec.num_kv_heads, capacity, spec.cache_head_dim}, opts);
-  v_ = torch::zeros_like(k_);
+  // on the CPU in huge pages (model/huge_pages.h): a decode step reads the whole cache so far
+  k_ = zeros_in_huge_pages({spec.num_layers, batch, spec.num_kv_heads, capacity, spec.cache_head_dim}, opts);
+  v_ = zeros_in_huge_pages(k_.sizes(), opts);
 }
 
 int64_t KvCache::length() const { return lengths_.empty() ? 0 : *std::max_element(lengths_.begin(), lengths_.end()); }

@@ -1,6 +1,6 @@
-// Weights in transparent huge pages (model/huge_pages.h): the copy is equal, 2 MiB-aligned and
-// advised for huge pages (the mapping's VmFlags carry "hg"); a module's large tensors move in
-// place and its small, view and shared ones stay.
+// Weights and the KV cache in transparent huge pages (model/huge_pages.h): the copy is equal, 2
+// MiB-aligned and advised for huge pages (the mapping's VmFlags carry "hg"); zeros are zeros; a
+// module's large tensors move in place and its small, view and shared ones stay.
 #include <gtest/gtest.h>
 
 #include <torch/script.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/huge_pages.h"
+#include "model/kv_cache.h"
 
 namespace era {
 namespace {
@@ -54,6 +55,35 @@ TEST(HugePages, CopyIsEqualAlignedAndAdvised) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data_ptr()) % kHugePageBytes, 0u);
   EXPECT_TRUE(advised(copy)) << vm_flags_at(copy.data_ptr());
   EXPECT_FALSE(advised(t)) << "LibTorch's own allocation was advised already: the test proves nothing";
+}
+
+TEST(HugePages, ZerosAreZerosAndLargeOnesAdvised) {
+  const auto bf16 = torch::dtype(torch::kBFloat16);
+  const torch::Tensor small = zeros_in_huge_pages({16, 16}, bf16);
+  EXPECT_TRUE(torch::equal(small, torch::zeros({16, 16}, bf16)));
+  const torch::Tensor large = zeros_in_huge_pages({2, 3, 1024, 512}, bf16);  // 6 MiB
+  EXPECT_EQ(large.sizes(), (std::vector<int64_t>{2, 3, 1024, 512}));
+  EXPECT_EQ(large.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(large.count_nonzero().item<int64_t>(), 0);
+  large.select(0, 1).fill_(2.0);  // writable, and freed by its tensor
+  EXPECT_EQ(large.sum().item<double>(), 2.0 * 3 * 1024 * 512);
+  if (!huge_pages_available()) GTEST_SKIP() << "transparent huge pages are off on this machine";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data_ptr()) % kHugePageBytes, 0u);
+  EXPECT_TRUE(advised(large)) << vm_flags_at(large.data_ptr());
+}
+
+// The decoder's KV cache, which each decode step reads up to its length, lives there too.
+TEST(HugePages, TheKvCacheIsInHugePages) {
+  if (!huge_pages_available()) GTEST_SKIP() << "transparent huge pages are off on this machine";
+  TextSpec spec;
+  spec.num_layers = 2;
+  spec.num_kv_heads = 4;
+  spec.head_dim = 128;
+  spec.cache_head_dim = 136;
+  const KvCache cache(spec, 1, 2048, torch::kBFloat16, torch::kCPU);  // 4.25 MiB each for K and V
+  EXPECT_TRUE(advised(cache.keys())) << vm_flags_at(cache.keys().data_ptr());
+  EXPECT_TRUE(advised(cache.values()));
+  EXPECT_EQ(cache.keys().count_nonzero().item<int64_t>(), 0);
 }
 
 TEST(HugePages, ModuleTensorsMoveInPlaceAndViewsAndSmallOnesStay) {
