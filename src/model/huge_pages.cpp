@@ -88,7 +88,9 @@ int64_t move_to_huge_pages(torch::jit::Module& module, int64_t min_bytes) {
         t.storage().use_count() != 1) {
       continue;
     }
-    t.set_data(copy_to_huge_pages(t));
+    const torch::Tensor copy = copy_to_huge_pages(t);
+    if (copy.data_ptr() == t.data_ptr()) continue;  // no mapping to be had: it stays where it is
+    t.set_data(copy);
     moved += bytes;
   }
   return moved;
