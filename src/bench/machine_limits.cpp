@@ -51,8 +51,12 @@ class UncachedWeights {
   explicit UncachedWeights(const torch::Tensor& weight) {
     const int64_t copy_bytes = weight.numel() * static_cast<int64_t>(weight.element_size());
     const int64_t copies = std::max<int64_t>(4, ((int64_t{1} << 30) + copy_bytes - 1) / copy_bytes);
-    // in huge pages, as a session keeps its decoder's weights (model/huge_pages.h)
-    for (int64_t i = 0; i < copies; ++i) copies_.push_back(copy_to_huge_pages(weight.clone()));
+    // in huge pages, as a session keeps its decoder's weights (model/huge_pages.h); a plain clone
+    // where Linux has none (copy_to_huge_pages then hands back the weight itself)
+    for (int64_t i = 0; i < copies; ++i) {
+      torch::Tensor copy = copy_to_huge_pages(weight);
+      copies_.push_back(copy.data_ptr() == weight.data_ptr() ? weight.clone() : copy);
+    }
   }
   const torch::Tensor& next() { return copies_[next_++ % copies_.size()]; }
 

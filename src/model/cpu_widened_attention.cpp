@@ -603,20 +603,23 @@ torch::Tensor widened_attention(const torch::Tensor& q_in, const torch::Tensor& 
   // route OpenBLAS's own threads) and back inside a call (see the header).
   // one query row (a decode step) on a CPU with AVX2: each head read in place (attend_one_query)
   const bool one_query = shape.tq == 1 && shape.vector;
+  // head (b, h) of the operands and of the [B, Tq, H, Dv] output
+  const auto view_of = [&](int64_t b, int64_t h) {
+    HeadView view;
+    view.q = qp + b * q.stride(0) + h * q.stride(1);
+    view.q_stride = q.stride(2);
+    view.k = kp + b * k.stride(0) + h * k.stride(1);
+    view.k_stride = k.stride(2);
+    view.v = vp + b * v.stride(0) + h * v.stride(1);
+    view.v_stride = v.stride(2);
+    view.out = op + (b * shape.tq * H + h) * shape.dv;
+    view.out_stride = H * shape.dv;
+    return view;
+  };
   kernel_parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
     if (one_query) {
       thread_local std::vector<float> qf, sc, acc;
-      for (int64_t bh = lo; bh < hi; ++bh) {
-        const int64_t b = bh / H, h = bh % H;
-        HeadView view;
-        view.q = qp + b * q.stride(0) + h * q.stride(1);
-        view.k = kp + b * k.stride(0) + h * k.stride(1);
-        view.k_stride = k.stride(2);
-        view.v = vp + b * v.stride(0) + h * v.stride(1);
-        view.v_stride = v.stride(2);
-        view.out = op + (b * H + h) * shape.dv;
-        attend_one_query(shape, view, qf, sc, acc);
-      }
+      for (int64_t bh = lo; bh < hi; ++bh) attend_one_query(shape, view_of(bh / H, bh % H), qf, sc, acc);
       return;
     }
     HeadBuffers* buffers = head_buffers(shape);
@@ -625,16 +628,7 @@ torch::Tensor widened_attention(const torch::Tensor& q_in, const torch::Tensor& 
       return;
     }
     for (int64_t bh = lo; bh < hi; ++bh) {
-      const int64_t b = bh / H, h = bh % H;
-      HeadView view;
-      view.q = qp + b * q.stride(0) + h * q.stride(1);
-      view.q_stride = q.stride(2);
-      view.k = kp + b * k.stride(0) + h * k.stride(1);
-      view.k_stride = k.stride(2);
-      view.v = vp + b * v.stride(0) + h * v.stride(1);
-      view.v_stride = v.stride(2);
-      view.out = op + (b * shape.tq * H + h) * shape.dv;
-      view.out_stride = H * shape.dv;
+      const HeadView view = view_of(bh / H, bh % H);
       if (shape.bf16_pairs) {
         attend_head_bf16_pairs(shape, view, *buffers);
       } else {
