@@ -235,6 +235,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
   report.onednn_packed_linears = bundle.onednn_packed_linears;
+  report.row_split_linears = bundle.row_split_linears;
   report.huge_page_bytes = bundle.huge_page_bytes;
   report.resident_huge_pages = resident_huge_page_bytes();
   if (!bundle.manifest.int8_weights.empty()) {
@@ -290,7 +291,8 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   if (!report.model.performance_note.empty()) j["performance_note"] = report.model.performance_note;
   j["cpu_matmul"] = {{"mode", o.session.cpu_matmul},
                      {"float32_from_rows", report.cpu_upcast_min_rows},
-                     {"onednn_packed_linears", report.onednn_packed_linears}};
+                     {"onednn_packed_linears", report.onednn_packed_linears},
+                     {"row_split_linears", report.row_split_linears}};
   j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
   if (!report.int8_engine.empty()) {
     j["int8"] = {{"engine", report.int8_engine},
@@ -386,6 +388,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
           : report.cpu_upcast_min_rows > 1 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows"
                                             : "")
       << (report.onednn_packed_linears > 0 ? ", " + std::to_string(report.onednn_packed_linears) + " vision linears packed for oneDNN" : "")
+      << (report.row_split_linears > 0 ? ", " + std::to_string(report.row_split_linears) + " vision linears split by rows" : "")
       << ") | vision " << d.vision_hidden << " x "
       << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
       << "\n";

@@ -90,6 +90,7 @@ struct BenchReport {
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
   int onednn_packed_linears = 0;    // vision / projector linears packed for oneDNN at load (model/onednn_linear.h)
+  int row_split_linears = 0;        // ... or run plain with their rows split between the threads (LibTorch 1.13)
   std::string int8_engine;          // int8 bundles: the quantisation engine ("era": weight-only); empty otherwise
   std::string int8_scheme;          // int8 bundles: "weight-only" or "dynamic" (manifest quantization.int8_scheme)
   int64_t int8_sources_freed = 0;   // int8 bundles: bytes of the engine's spare weight copies freed

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/core_latency.h"
 #include "model/bundle.h"
 #include "model/cpu_gemv.h"
 #include "model/cpu_matmul.h"
@@ -101,6 +102,8 @@ double ReadProbe::gbs(double seconds) const {
 MachineLimits measure_machine(int threads, double seconds) {
   torch::NoGradGuard no_grad;
   MachineLimits m;
+  // first, while no OpenMP worker is still spinning on the second CPU after a parallel region
+  m.core_to_core_ns = core_to_core_ns();
   m.threads = configure_cpu_threads(threads);  // the thread count a Session would use
   m.kernel_threads = kernel_threads();
   if (!at::hasMKL()) m.openblas_core = openblas_core_name();
@@ -200,6 +203,10 @@ std::string format_machine(const MachineLimits& m) {
   os << line;
   std::snprintf(line, sizeof line, "  memory copy (512 MiB, read + written)      %8.1f GB/s\n", m.copy_gbs);
   os << line;
+  if (m.core_to_core_ns > 0) {
+    std::snprintf(line, sizeof line, "  core to core (a cache line, one way)       %8.1f ns\n", m.core_to_core_ns);
+    os << line;
+  }
   if (!m.openblas_core.empty()) os << "  LibTorch's BLAS: OpenBLAS, " << m.openblas_core << " kernels\n";
   return os.str();
 }

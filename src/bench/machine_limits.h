@@ -5,7 +5,8 @@
 //   shape, best of repeated runs;
 // - the memory bandwidth: a read (sum of a tensor far larger than the caches), a copy, and the
 //   decode-like matrix-vector product (one token through a 4096 x 11008 weight), whose bytes per
-//   second are what a decode step can reach.
+//   second are what a decode step can reach;
+// and, to name where a VM's vCPUs sit, the latency between the first two CPUs (bench/core_latency.h).
 #include <torch/script.h>
 
 #include <cstdint>
@@ -39,6 +40,7 @@ struct MachineLimits {
   std::vector<double> gemv_gbs;      // their weight bytes per second
   std::vector<AttentionRate> attention;
   double read_gbs = 0, copy_gbs = 0;  // copy counts bytes read + written
+  double core_to_core_ns = 0;         // bench/core_latency.h; 0 with fewer than two CPUs
 };
 
 // About `seconds` of measurement in all, on `threads` intra-op threads (0: what a Session uses,

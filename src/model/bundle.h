@@ -35,6 +35,9 @@ struct ModelBundle {
   // Linears of the vision tower and projector whose weights were packed for oneDNN at load
   // (model/onednn_linear.h, model/cpu_matmul.h); 0 where none were.
   int onednn_packed_linears = 0;
+  // Linears of the vision tower and projector routed through era::onednn_linear with plain
+  // weights, their rows split between the threads (where LibTorch cannot pack: 1.13); 0 where none were.
+  int row_split_linears = 0;
 };
 
 // Parses "float32"/"fp32"/"float16"/"fp16"/"half"/"bfloat16"/"bf16"; throws kInvalidArgument.

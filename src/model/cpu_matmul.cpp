@@ -1,5 +1,7 @@
 #include "model/cpu_matmul.h"
 
+#include <ATen/Context.h>
+
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -119,9 +121,13 @@ int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
 
 bool cpu_packs_bf16_for_onednn() { return cpu_has_native_arithmetic(torch::kBFloat16) && onednn_packing_available(); }
 
-bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode) {
+bool cpu_splits_bf16_linears_by_rows() {
+  return cpu_has_native_arithmetic(torch::kBFloat16) && at::hasMKLDNN() && !onednn_packing_available();
+}
+
+bool cpu_routes_linears_to_onednn(const ModelBundle& bundle, CpuMatmul mode) {
   return bundle.device.is_cpu() && bundle.dtype == torch::kBFloat16 && mode == CpuMatmul::kAuto &&
-         cpu_packs_bf16_for_onednn();
+         (cpu_packs_bf16_for_onednn() || cpu_splits_bf16_linears_by_rows());
 }
 
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
@@ -164,8 +170,12 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed
   // copy of them would double the model's memory. Its prefill already runs near the GEMM rate.
-  if (cpu_packs_linears_for_onednn(bundle, mode))
-    bundle.onednn_packed_linears = pack_linears_for_onednn(bundle.vision) + pack_linears_for_onednn(bundle.projector);
+  if (cpu_routes_linears_to_onednn(bundle, mode)) {
+    if (cpu_packs_bf16_for_onednn())
+      bundle.onednn_packed_linears = pack_linears_for_onednn(bundle.vision) + pack_linears_for_onednn(bundle.projector);
+    else
+      bundle.row_split_linears = split_linears_by_rows(bundle.vision) + split_linears_by_rows(bundle.projector);
+  }
   return set;
 }
 

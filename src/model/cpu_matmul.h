@@ -62,10 +62,14 @@ int64_t int8_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode);
 // shared by the runtime below, era_bench's GEMM probe and the tests.
 bool cpu_packs_bf16_for_onednn();
 
-// Whether the vision tower's and projector's linears get their weights packed for oneDNN: a bf16
-// CPU bundle under kAuto where cpu_packs_bf16_for_onednn. kNative keeps LibTorch's plain linear:
-// the comparison.
-bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
+// Where oneDNN multiplies bf16 natively but this LibTorch cannot pack (Debian's 1.13): the tower's
+// linears then run with plain weights, their rows split between the threads (model/onednn_linear.h).
+bool cpu_splits_bf16_linears_by_rows();
+
+// Whether the vision tower's and projector's linears go through era::onednn_linear, their weights
+// packed (cpu_packs_bf16_for_onednn) or their rows split (cpu_splits_bf16_linears_by_rows): a bf16
+// CPU bundle under kAuto. kNative keeps LibTorch's plain linear: the comparison.
+bool cpu_routes_linears_to_onednn(const ModelBundle& bundle, CpuMatmul mode);
 
 // Sets cpu_upcast_min_rows, gemv_max_rows, float32_on_cpu (the exported LayerNorm, in float32
 // where compat::kBf16LayerNormRoundsPerStep, in every mode but kNative) and eager_decode (the
@@ -75,8 +79,9 @@ bool cpu_packs_linears_for_onednn(const ModelBundle& bundle, CpuMatmul mode);
 // and decode_kernel (the exported decoder attention cores, math or SDPA: a one-token step that
 // sees every key in era::widened_attention, which reads the KV cache in place; for bf16 wherever
 // its AVX2 path runs, in every mode but kNative) on every submodule of the bundle's
-// three modules that has them, and packs the vision tower's and projector's linears where
-// cpu_packs_linears_for_onednn (counted in bundle.onednn_packed_linears); returns how many modules
+// three modules that has them, and routes the vision tower's and projector's linears where
+// cpu_routes_linears_to_onednn (counted in bundle.onednn_packed_linears or
+// bundle.row_split_linears); returns how many modules
 // had attributes set (0 for a bundle exported before either existed). Packing is one way: a
 // session applies its mode once, to the bundle it just loaded.
 int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -166,6 +167,15 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
     if (gemv_best_loop() > GemvLoop::kAvx512) rows.push_back("GEMV era-avx512");
     if (gemv_best_loop() > GemvLoop::kAvx2) rows.push_back("GEMV era-avx2");
   }
+  // the latency between the first two CPUs, where the process may run on two (bench/core_latency.h)
+  if (std::thread::hardware_concurrency() >= 2) {
+    const auto at = r.out.find("core to core");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto line = r.out.substr(at, r.out.find('\n', at) - at);
+    const auto unit = line.find(" ns");
+    ASSERT_NE(unit, std::string::npos) << line;
+    EXPECT_GT(std::stod(line.substr(line.find_last_of(' ', unit - 1) + 1)), 0.0) << line;
+  }
   for (const std::string& row : rows) {
     const auto at = r.out.find(row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
@@ -224,10 +234,13 @@ TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
   }
   // the bf16 decode step runs era's kernel where this CPU has it (model/cpu_matmul.h)
   if (gemv_kernel_available()) EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump();
-  // the vision tower's linears are packed for oneDNN where the runtime packs (model/onednn_linear.h)
+  // the vision tower's linears go through era::onednn_linear where the runtime packs them for
+  // oneDNN or, on a LibTorch that cannot pack, splits their rows (model/onednn_linear.h)
   const bool packs = j["cpu_matmul"]["onednn_packed_linears"].get<int>() > 0;
-  EXPECT_EQ(era_ops_in_vision.count("era::onednn_linear") > 0, packs) << profile.dump();
+  const bool splits = j["cpu_matmul"]["row_split_linears"].get<int>() > 0;
+  EXPECT_EQ(era_ops_in_vision.count("era::onednn_linear") > 0, packs || splits) << profile.dump();
   EXPECT_EQ(packs, cpu_packs_bf16_for_onednn());
+  EXPECT_EQ(splits, cpu_splits_bf16_linears_by_rows());
 }
 
 // --vs-machine: the GEMM rate timed before each timed request, in the dtype the big products run

@@ -1,8 +1,11 @@
-// The vision tower's and projector's linears packed for oneDNN (model/onednn_linear.h): where the
-// operators exist, the packed product against float64 and LibTorch's own bf16 linear; which
-// modules a session packs under which mode; and a packed session's prompt logits against the
-// unpacked bf16 run and the float32 model.
+// The vision tower's and projector's linears packed for oneDNN, or split by rows where LibTorch
+// cannot pack (model/onednn_linear.h): where the operators exist, the packed product against
+// float64 and LibTorch's own bf16 linear; the row blocks' product against the same; which modules
+// a session routes under which mode; and a routed session's prompt logits against the plain bf16
+// run and the float32 model.
 #include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
 
 #include <iostream>
 
@@ -19,7 +22,8 @@ namespace era {
 namespace {
 
 struct Packing {
-  int linears = 0, packed = 0;     // exported Linears (modules with `onednn_packed`); those holding a packed weight
+  int linears = 0, routed = 0;     // exported Linears (modules with `onednn_packed`); those routed to era::onednn_linear
+  int packed = 0;                  // routed Linears holding a packed weight
   int attentions = 0, fused = 0;   // attention modules with `qkv_fused`; those fused
   int emptied = 0;                 // Linears whose weight was emptied (a fused k_proj / v_proj)
 };
@@ -35,8 +39,9 @@ Packing packing_of(const torch::jit::Module& top) {
     ++p.linears;
     const torch::Tensor w = m.attr("weight").toTensor();
     const bool flag = m.attr("onednn_packed").toBool();
-    EXPECT_EQ(flag, w.is_mkldnn()) << "the flag and the weight disagree";
-    p.packed += flag;
+    EXPECT_TRUE(flag || !w.is_mkldnn()) << "a packed weight the exported Linear would not route";
+    p.routed += flag;
+    p.packed += w.is_mkldnn();
     p.emptied += !w.is_mkldnn() && w.numel() == 0;
   }
   return p;
@@ -91,6 +96,64 @@ TEST(OnednnLinear, PackedProductIsTheLinearWithinBf16Rounding) {
   }
 }
 
+// Sets LibTorch's thread count for one scope.
+struct Threads {
+  explicit Threads(int n) : before(at::get_num_threads()) { at::set_num_threads(n); }
+  ~Threads() { at::set_num_threads(before); }
+  int before;
+};
+
+TEST(OnednnLinear, RowBlocksKeepAtLeast64RowsEach) {
+  EXPECT_EQ(linear_row_blocks(577, 2), 2);     // the tower, two threads
+  EXPECT_EQ(linear_row_blocks(577, 1), 1);
+  EXPECT_EQ(linear_row_blocks(577, 16), 9);    // 64 rows a block at least
+  EXPECT_EQ(linear_row_blocks(5 * 577, 16), 16);
+  EXPECT_EQ(linear_row_blocks(128, 2), 2);
+  EXPECT_EQ(linear_row_blocks(127, 2), 1);     // one block of 127: no split
+  EXPECT_EQ(linear_row_blocks(1, 2), 1);
+}
+
+// A plain bf16 weight: the rows in blocks, one thread each. The same exact products with float32
+// sums rounded once, like LibTorch's own linear, which must meet the same bound.
+TEST(OnednnLinear, PlainBf16WeightInRowBlocksIsTheLinearWithinBf16Rounding) {
+  const Threads two(2);
+  torch::manual_seed(4);
+  const int64_t K = 256, N = 320;
+  const auto w = (torch::randn({N, K}) * 0.06).to(torch::kBFloat16), b = torch::randn({N}).to(torch::kBFloat16);
+  ASSERT_EQ(linear_row_blocks(577, at::get_num_threads()), 2);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{577, K}, {1, 577, K}, {5, 577, K}, {100, K}}) {
+    const auto x = torch::randn(shape).to(torch::kBFloat16);
+    for (const bool with_bias : {true, false}) {
+      const c10::optional<torch::Tensor> bias = with_bias ? c10::optional<torch::Tensor>(b) : c10::nullopt;
+      const auto got = onednn_linear(x, w, bias), plain = torch::linear(x, w, with_bias ? b : torch::Tensor());
+      ASSERT_EQ(got.sizes(), plain.sizes());
+      EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+      EXPECT_TRUE(got.is_contiguous());
+      auto exact = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
+      if (with_bias) exact = exact + b.to(torch::kDouble);
+      const auto bound = exact.abs() * std::ldexp(1.0, -8) + 1e-3;
+      const auto err = (got.to(torch::kDouble) - exact).abs(), plain_err = (plain.to(torch::kDouble) - exact).abs();
+      EXPECT_TRUE(err.le(bound).all().item<bool>()) << "worst excess " << (err - bound).max().item<double>();
+      EXPECT_TRUE(plain_err.le(bound).all().item<bool>());
+      // each block is its own product: the second block's rows are those of a product of them alone
+      const auto rows = x.reshape({-1, K});
+      const int64_t half = rows.size(0) / 2;
+      if (linear_row_blocks(rows.size(0), 2) == 2) {
+        torch::Tensor alone;
+        {
+          const Threads one(1);
+          alone = torch::linear(rows.narrow(0, half, rows.size(0) - half), w, with_bias ? b : torch::Tensor());
+        }
+        const auto block = got.reshape({-1, N}).narrow(0, half, rows.size(0) - half);
+        EXPECT_TRUE(torch::equal(block, alone)) << "shape " << x.sizes() << ", bias " << with_bias;
+      }
+    }
+  }
+  // float32, or a call inside a parallel region: LibTorch's linear as it is
+  const auto x32 = torch::randn({577, K}), w32 = torch::randn({N, K});
+  EXPECT_TRUE(torch::equal(onednn_linear(x32, w32, c10::nullopt), torch::linear(x32, w32)));
+}
+
 TEST(OnednnLinear, RefusesWhatItCannotPack) {
   if (!onednn_packing_available()) GTEST_SKIP() << "no oneDNN operators in this LibTorch";
   EXPECT_THROW(pack_for_onednn(torch::randn({4, 8})), c10::Error);                               // float32
@@ -102,10 +165,13 @@ TEST(OnednnLinear, RefusesWhatItCannotPack) {
 TEST(OnednnLinear, PolicyPacksBf16AutoSessionsOnCpusWithBf16Arithmetic) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
-  EXPECT_EQ(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kAuto), cpu_packs_bf16_for_onednn());
-  EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kNative));   // LibTorch's kernels as they are
-  EXPECT_FALSE(cpu_packs_linears_for_onednn(bf16, CpuMatmul::kFloat32));  // widened: float32 BLAS
-  EXPECT_FALSE(cpu_packs_linears_for_onednn(f32, CpuMatmul::kAuto));
+  EXPECT_FALSE(cpu_packs_bf16_for_onednn() && cpu_splits_bf16_linears_by_rows());  // one route or the other
+  EXPECT_EQ(cpu_splits_bf16_linears_by_rows(), cpu_has_native_arithmetic(torch::kBFloat16) && !onednn_packing_available() &&
+                                                   at::hasMKLDNN());
+  EXPECT_EQ(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kAuto), cpu_packs_bf16_for_onednn() || cpu_splits_bf16_linears_by_rows());
+  EXPECT_FALSE(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kNative));   // LibTorch's kernels as they are
+  EXPECT_FALSE(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kFloat32));  // widened: float32 BLAS
+  EXPECT_FALSE(cpu_routes_linears_to_onednn(f32, CpuMatmul::kAuto));
 }
 
 TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
@@ -121,23 +187,29 @@ TEST(OnednnLinear, SessionPacksTheVisionAndProjectorLinearsOnly) {
     EXPECT_EQ(projector.linears, 2);
     EXPECT_GT(decoder.linears, 0);
     const bool packs = mode == "auto" && cpu_packs_bf16_for_onednn();
-    // each layer's q/k/v become one packed product held by q_proj, k_proj's and v_proj's weights emptied
-    EXPECT_EQ(vision.fused, packs ? vision.attentions : 0) << mode;
-    EXPECT_EQ(vision.emptied, packs ? 2 * vision.attentions : 0) << mode;
-    EXPECT_EQ(vision.packed, packs ? 4 * vision.attentions : 0) << mode;
-    EXPECT_EQ(projector.packed, packs ? 2 : 0) << mode;
-    EXPECT_EQ(decoder.packed + decoder.fused + decoder.emptied, 0) << mode << ": the decoder's decode steps read its plain weights";
+    const bool routes = packs || (mode == "auto" && cpu_splits_bf16_linears_by_rows());
+    // each layer's q/k/v become one product held by q_proj, k_proj's and v_proj's weights emptied
+    EXPECT_EQ(vision.fused, routes ? vision.attentions : 0) << mode;
+    EXPECT_EQ(vision.emptied, routes ? 2 * vision.attentions : 0) << mode;
+    EXPECT_EQ(vision.routed, routes ? 4 * vision.attentions : 0) << mode;
+    EXPECT_EQ(projector.routed, routes ? 2 : 0) << mode;
+    EXPECT_EQ(vision.packed + projector.packed, packs ? vision.routed + projector.routed : 0) << mode;
+    EXPECT_EQ(decoder.routed + decoder.packed + decoder.fused + decoder.emptied, 0)
+        << mode << ": the decoder's decode steps read its plain weights";
     EXPECT_EQ(b.onednn_packed_linears, vision.packed + projector.packed);
+    EXPECT_EQ(b.row_split_linears, routes && !packs ? vision.routed + projector.routed : 0);
   }
 }
 
 // The fused q/k/v product is the three separate ones: the same attention outputs and saliency
-// maps as an unpacked bf16 session's tower, within bf16 rounding.
+// maps as a plain bf16 session's tower, within bf16 rounding; packed where oneDNN multiplies bf16
+// here, its rows split otherwise (that route needs no particular CPU).
 TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
-  if (!onednn_bf16_runs_here()) GTEST_SKIP() << "no oneDNN operators or no bf16 instructions here";
+  const Threads two(2);
   ModelBundle plain = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ModelBundle packed = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
-  ASSERT_GT(pack_linears_for_onednn(packed.vision), 0);  // what apply_cpu_matmul does where the policy packs
+  // what apply_cpu_matmul does where the policy routes
+  ASSERT_GT(onednn_bf16_runs_here() ? pack_linears_for_onednn(packed.vision) : split_linears_by_rows(packed.vision), 0);
   torch::manual_seed(3);
   const int64_t side = plain.manifest.image.size;
   const torch::Tensor px = torch::randn({1, 3, side, side});
@@ -154,7 +226,7 @@ TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
 }
 
 TEST(OnednnLinear, PackedSessionKeepsTheBf16Logits) {
-  if (!cpu_packs_bf16_for_onednn()) GTEST_SKIP() << "the runtime packs nothing here";
+  if (!cpu_packs_bf16_for_onednn() && !cpu_splits_bf16_linears_by_rows()) GTEST_SKIP() << "the runtime routes nothing here";
   const torch::Tensor exact = test::prompt_logits("float32", "auto");
   const torch::Tensor native = test::prompt_logits("bfloat16", "native"), packed = test::prompt_logits("bfloat16", "auto");
   ASSERT_EQ(exact.sizes(), packed.sizes());

@@ -89,8 +89,9 @@ class Linear(nn.Linear):
     at most `gemv_max_rows` rows (decode steps) to era::gemv, the C++ runtime's memory-bound
     kernel for bf16 / fp16 weights (era_ops.py; 0 = never, the exported value). Where the runtime
     replaced the weight by one packed for oneDNN (vision tower and projector on CPUs with native
-    bf16 arithmetic: src/model/onednn_linear.h), it sets `onednn_packed` and every call goes
-    through era::onednn_linear."""
+    bf16 arithmetic: src/model/onednn_linear.h), or, on a LibTorch that cannot pack (1.13), left
+    it plain to have its rows split between the threads, it sets `onednn_packed` and every call
+    goes through era::onednn_linear."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
@@ -229,7 +230,8 @@ class CLIPAttention(nn.Module):
         self.out_proj = Linear(C, C, **kw)
         self.core = make_vision_core(attention, self.scale)
         self.cpu_upcast_min_rows = 0  # see Linear
-        # Set by era's runtime where it packs the weights for oneDNN (src/model/onednn_linear.h):
+        # Set by era's runtime where it packs the weights for oneDNN, or splits their rows
+        # (src/model/onednn_linear.h):
         # q_proj then holds q, k and v's weights and biases concatenated, one [3C, C] product
         # (1.5-1.9x faster than three [C, C] ones at 577 rows on AMX), and k_proj / v_proj are
         # emptied. False as exported.
