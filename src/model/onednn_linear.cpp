@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -43,13 +44,17 @@ torch::Tensor packed_product(const torch::Tensor& x, const torch::Tensor& packed
 
 // x [..., K] times the plain weight [N, K], in `blocks` blocks of rows run in parallel. Inside
 // at::parallel_for each product runs on its thread alone (LibTorch's kernels, and oneDNN's under
-// OpenMP, do not nest), so the blocks share nothing but the read-only weight and x.
+// OpenMP, do not nest), so the blocks share nothing but the read-only weight and x. The caller's
+// thread-local state goes with each block: under InferenceMode (a session) the output is an
+// inference tensor, which a worker thread outside that mode may not write into.
 torch::Tensor linear_by_row_blocks(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias,
                                    int64_t blocks) {
   const torch::Tensor rows_by_k = x.reshape({-1, x.size(-1)}).contiguous(), weight_t = weight.t();
   const int64_t rows = rows_by_k.size(0);
   torch::Tensor y = torch::empty({rows, weight.size(0)}, rows_by_k.options());
+  const at::ThreadLocalState caller;
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    const at::ThreadLocalStateGuard as_the_caller(caller);
     for (int64_t b = first; b < last; ++b) {
       const int64_t r0 = b * rows / blocks, r1 = (b + 1) * rows / blocks;
       torch::Tensor out = y.narrow(0, r0, r1 - r0);  // a contiguous block: written in place

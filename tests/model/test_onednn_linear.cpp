@@ -68,6 +68,22 @@ bool onednn_bf16_runs_here() {
   return onednn_packing_available() && (cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16"));
 }
 
+// `got` = x times w (+ b) in bf16: float32 sums rounded once to bf16, so within a unit in the
+// last place of bf16 (2^-8 relative) plus the float32 summation error of the float64 product;
+// LibTorch's own linear must meet the same bound.
+void expect_bf16_rounding_of_the_linear(const torch::Tensor& got, const torch::Tensor& x, const torch::Tensor& w,
+                                        const c10::optional<torch::Tensor>& b) {
+  const auto plain = torch::linear(x, w, b ? *b : torch::Tensor());
+  ASSERT_EQ(got.sizes(), plain.sizes());
+  EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+  auto exact = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
+  if (b) exact = exact + b->to(torch::kDouble);
+  const auto bound = exact.abs() * std::ldexp(1.0, -8) + 1e-3;
+  const auto err = (got.to(torch::kDouble) - exact).abs(), plain_err = (plain.to(torch::kDouble) - exact).abs();
+  EXPECT_TRUE(err.le(bound).all().item<bool>()) << "worst excess " << (err - bound).max().item<double>();
+  EXPECT_TRUE(plain_err.le(bound).all().item<bool>());
+}
+
 TEST(OnednnLinear, PackedProductIsTheLinearWithinBf16Rounding) {
   if (!onednn_bf16_runs_here()) GTEST_SKIP() << "no oneDNN operators or no bf16 instructions here";
   torch::manual_seed(2);
@@ -81,17 +97,7 @@ TEST(OnednnLinear, PackedProductIsTheLinearWithinBf16Rounding) {
     const auto x = torch::randn(shape).to(torch::kBFloat16);
     for (const bool with_bias : {true, false}) {
       const c10::optional<torch::Tensor> bias = with_bias ? c10::optional<torch::Tensor>(b) : c10::nullopt;
-      const auto got = onednn_linear(x, packed, bias), plain = torch::linear(x, w, with_bias ? b : torch::Tensor());
-      ASSERT_EQ(got.sizes(), plain.sizes());
-      EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
-      auto exact = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
-      if (with_bias) exact = exact + b.to(torch::kDouble);
-      // float32 sums rounded once to bf16: within a unit in the last place of bf16 (2^-8
-      // relative) plus the float32 summation error; LibTorch's own linear must meet it too
-      const auto bound = exact.abs() * std::ldexp(1.0, -8) + 1e-3;
-      const auto err = (got.to(torch::kDouble) - exact).abs(), plain_err = (plain.to(torch::kDouble) - exact).abs();
-      EXPECT_TRUE(err.le(bound).all().item<bool>()) << "worst excess " << (err - bound).max().item<double>();
-      EXPECT_TRUE(plain_err.le(bound).all().item<bool>());
+      expect_bf16_rounding_of_the_linear(onednn_linear(x, packed, bias), x, w, bias);
     }
   }
 }
@@ -113,8 +119,8 @@ TEST(OnednnLinear, RowBlocksKeepAtLeast64RowsEach) {
   EXPECT_EQ(linear_row_blocks(1, 2), 1);
 }
 
-// A plain bf16 weight: the rows in blocks, one thread each. The same exact products with float32
-// sums rounded once, like LibTorch's own linear, which must meet the same bound.
+// A plain bf16 weight: the rows in blocks, one thread each; the same exact products with float32
+// sums rounded once, as LibTorch's own linear.
 TEST(OnednnLinear, PlainBf16WeightInRowBlocksIsTheLinearWithinBf16Rounding) {
   const Threads two(2);
   torch::manual_seed(4);
@@ -125,16 +131,9 @@ TEST(OnednnLinear, PlainBf16WeightInRowBlocksIsTheLinearWithinBf16Rounding) {
     const auto x = torch::randn(shape).to(torch::kBFloat16);
     for (const bool with_bias : {true, false}) {
       const c10::optional<torch::Tensor> bias = with_bias ? c10::optional<torch::Tensor>(b) : c10::nullopt;
-      const auto got = onednn_linear(x, w, bias), plain = torch::linear(x, w, with_bias ? b : torch::Tensor());
-      ASSERT_EQ(got.sizes(), plain.sizes());
-      EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+      const auto got = onednn_linear(x, w, bias);
+      expect_bf16_rounding_of_the_linear(got, x, w, bias);
       EXPECT_TRUE(got.is_contiguous());
-      auto exact = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
-      if (with_bias) exact = exact + b.to(torch::kDouble);
-      const auto bound = exact.abs() * std::ldexp(1.0, -8) + 1e-3;
-      const auto err = (got.to(torch::kDouble) - exact).abs(), plain_err = (plain.to(torch::kDouble) - exact).abs();
-      EXPECT_TRUE(err.le(bound).all().item<bool>()) << "worst excess " << (err - bound).max().item<double>();
-      EXPECT_TRUE(plain_err.le(bound).all().item<bool>());
       // each block is its own product: the second block's rows are those of a product of them alone
       const auto rows = x.reshape({-1, K});
       const int64_t half = rows.size(0) / 2;
@@ -149,7 +148,14 @@ TEST(OnednnLinear, PlainBf16WeightInRowBlocksIsTheLinearWithinBf16Rounding) {
       }
     }
   }
-  // float32, or a call inside a parallel region: LibTorch's linear as it is
+  // inside a parallel region, where nested products run on their thread alone: one product
+  const auto x = torch::randn({577, K}).to(torch::kBFloat16);
+  torch::Tensor nested[2];
+  at::parallel_for(0, 2, 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) nested[i] = onednn_linear(x, w, b);
+  });
+  for (const auto& got : nested) expect_bf16_rounding_of_the_linear(got, x, w, b);
+  // float32: LibTorch's linear as it is
   const auto x32 = torch::randn({577, K}), w32 = torch::randn({N, K});
   EXPECT_TRUE(torch::equal(onednn_linear(x32, w32, c10::nullopt), torch::linear(x32, w32)));
 }
