@@ -35,8 +35,9 @@ bool onednn_packing_available();
 
 // F.linear(x, weight, bias) for x [..., K]: through oneDNN where `weight` is a packed one
 // (pack_for_onednn); for a plain bf16 CPU weight, as linear_row_blocks(rows, threads) products of
-// row blocks run in parallel, one thread each (bit for bit the rows of LibTorch's product on the
-// VMs measured, within bf16 rounding of it in general); LibTorch's linear otherwise.
+// row blocks run in parallel, one thread each (each block's rows bit for bit LibTorch's
+// single-threaded product of that block; the whole within bf16 rounding of LibTorch's product);
+// LibTorch's linear otherwise (also inside a parallel region, where nothing is split).
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias);
 
 // How many row blocks onednn_linear splits a product of `rows` rows into with `threads` threads:
