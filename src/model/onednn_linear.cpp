@@ -6,9 +6,10 @@
 #include <torch/library.h>
 
 #include <algorithm>
-
 #include <string>
 #include <vector>
+
+#include "model/linear_shape.h"
 
 namespace era {
 
@@ -64,9 +65,7 @@ torch::Tensor linear_by_row_blocks(const torch::Tensor& x, const torch::Tensor& 
         at::mm_out(out, rows_by_k.narrow(0, r0, r1 - r0), weight_t);
     }
   });
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
-  return y.view(sizes);
+  return y.view(linear_output_shape(x, weight.size(0)));
 }
 
 torch::Tensor onednn_linear_operator(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
@@ -130,7 +129,7 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
   const bool bf16_cpu = x.is_cpu() && weight.is_cpu() && x.scalar_type() == torch::kBFloat16 &&
                         weight.scalar_type() == torch::kBFloat16 && weight.dim() == 2 && x.dim() >= 1;
   if (bf16_cpu && x.size(-1) == weight.size(1)) {
-    const int64_t blocks = linear_row_blocks(x.numel() / std::max<int64_t>(x.size(-1), 1), at::get_num_threads());
+    const int64_t blocks = linear_row_blocks(linear_rows(x), at::get_num_threads());
     if (blocks > 1 && !at::in_parallel_region()) return linear_by_row_blocks(x, weight, bias, blocks);
   }
   return torch::linear(x, weight, bias && bias->defined() ? *bias : torch::Tensor());
