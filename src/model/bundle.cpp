@@ -222,6 +222,29 @@ std::string dtype_name(torch::ScalarType dtype) {
   }
 }
 
+namespace {
+
+// Module::to(dtype) of LibTorch's TorchScript modules converts every parameter and buffer, int8
+// ones too: a weight-only int8 bundle loaded in another dtype lost its int8 weights (and then
+// failed in era::int8_linear). As nn.Module.to(dtype) does in Python, only floating-point tensors
+// change here, and of those not an int8 linear's float32 scales (tools/era_tools/int8_weights.py:
+// rounded to bf16 they would shift every row by up to 0.4 %).
+void convert_floating_tensors(torch::jit::Module& top, torch::ScalarType dtype) {
+  const auto convert = [&](torch::Tensor t) {
+    if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
+  };
+  for (const torch::jit::Module m : top.modules()) {
+    const bool int8_linear = m.hasattr("scales") && m.hasattr("weight") && m.attr("weight").isTensor() &&
+                             m.attr("weight").toTensor().scalar_type() == torch::kChar;
+    for (const auto& p : m.named_parameters(/*recurse=*/false)) convert(p.value);
+    for (const auto& b : m.named_buffers(/*recurse=*/false)) {
+      if (!(int8_linear && b.name == "scales")) convert(b.value);
+    }
+  }
+}
+
+}  // namespace
+
 ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std::optional<torch::ScalarType> dtype) {
   if (!fs::is_directory(dir)) throw Error(ErrorCode::kBundle, "model bundle not found: " + dir);
   ModelBundle b;
@@ -250,7 +273,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   for (auto* m : {&b.vision, &b.projector, &b.decoder}) {
     m->eval();
     m->to(device);
-    if (convert) m->to(b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
+    if (convert) convert_floating_tensors(*m, b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
   b.int8_sources_freed = finish_int8_load(b, int8);
   // Last, once every weight has its final form: decode streams them all each step.

@@ -214,6 +214,34 @@ TEST(Int8Linear, TheRuntimeSwitchesTheKernelOnEveryWeightOnlyLinear) {
   EXPECT_TRUE(torch::allclose(outputs[0], outputs[1], 1e-5, 1e-5));
 }
 
+// A float32-exported int8 bundle loaded in bf16 (--dtype bfloat16): its floating-point weights
+// become bf16 and its int8 weights stay int8. LibTorch's Module::to(dtype) converted them too, and
+// the first decoder call then failed in era::int8_linear.
+TEST(Int8Linear, ABundleLoadedInAnotherDtypeKeepsItsInt8Weights) {
+  ModelBundle b = load_bundle(test::int8_bundle_dir(), torch::kCPU, torch::kBFloat16);
+  ASSERT_EQ(b.manifest.dtype, "float32");
+  int64_t int8_bytes = 0, floating = 0;
+  for (const torch::jit::Module m : b.decoder.modules()) {
+    if (m.hasattr("scales")) {
+      const torch::Tensor w = m.attr("weight").toTensor();
+      EXPECT_EQ(w.scalar_type(), torch::kChar);
+      int8_bytes += w.numel();
+      EXPECT_EQ(m.attr("scales").toTensor().scalar_type(), torch::kFloat) << "scales were converted with the weights";
+    }
+  }
+  EXPECT_EQ(int8_bytes, test::decoder_int8_weight_bytes(b.manifest));
+  for (const torch::Tensor& p : b.decoder.parameters()) {
+    if (!p.is_floating_point()) continue;
+    EXPECT_EQ(p.scalar_type(), torch::kBFloat16);
+    ++floating;
+  }
+  EXPECT_GT(floating, 0);  // the norms and the embedding table
+  apply_cpu_matmul(b, CpuMatmul::kAuto);
+  torch::jit::Module lm_head = b.decoder.attr("lm_head").toModule();
+  const torch::Tensor y = lm_head.forward({torch::randn({1, 1, lm_head.attr("weight").toTensor().size(1)}).to(torch::kBFloat16)}).toTensor();
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+}
+
 // On a GPU the int8 linears take era's CUDA kernel in every CPU mode where era has it (the mode is
 // the CPU's business), and none where it was built without (a CPU-only LibTorch).
 TEST(Int8Linear, OnCudaTheKernelRowsAreTheCudaKernels) {
