@@ -227,18 +227,16 @@ namespace {
 // Module::to(dtype) of LibTorch's TorchScript modules converts every parameter and buffer, int8
 // ones too: a weight-only int8 bundle loaded in another dtype lost its int8 weights (and then
 // failed in era::int8_linear). As nn.Module.to(dtype) does in Python, only floating-point tensors
-// change here, and of those not an int8 linear's float32 scales (tools/era_tools/int8_weights.py:
-// rounded to bf16 they would shift every row by up to 0.4 %).
+// change here, and not a weight-only int8 linear's float32 `scales` (the module that has them, as
+// model/cpu_matmul.cpp finds it; rounded to bf16 they would shift every row by up to 0.4 %).
 void convert_floating_tensors(torch::jit::Module& top, torch::ScalarType dtype) {
   const auto convert = [&](torch::Tensor t) {
     if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
   };
   for (const torch::jit::Module m : top.modules()) {
-    const bool int8_linear = m.hasattr("scales") && m.hasattr("weight") && m.attr("weight").isTensor() &&
-                             m.attr("weight").toTensor().scalar_type() == torch::kChar;
     for (const auto& p : m.named_parameters(/*recurse=*/false)) convert(p.value);
     for (const auto& b : m.named_buffers(/*recurse=*/false)) {
-      if (!(int8_linear && b.name == "scales")) convert(b.value);
+      if (b.name != "scales") convert(b.value);
     }
   }
 }
