@@ -1,13 +1,18 @@
 #include "server/image_source.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
+#include "era/error.h"
 #include "server/api_error.h"
-#include "util/input_file.h"
 
 namespace era::server {
 namespace fs = std::filesystem;
@@ -30,6 +35,25 @@ bool is_within(const fs::path& path, const fs::path& dir) {
     if (p == path.end() || *p != *d) return false;
   }
   return true;
+}
+
+// A descriptor closed when it goes out of scope.
+struct OwnedFd {
+  int fd;
+  explicit OwnedFd(int f) : fd(f) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
 }
 
 // Base64 through OpenSSL's decoder (EVP_Decode*, which also handles the padding and rejects
@@ -74,39 +98,92 @@ std::string decode_data_url(const std::string& url, const std::string& field) {
   return bytes;
 }
 
-ImageSourcePolicy::ImageSourcePolicy(const std::vector<std::string>& allowed_dirs) {
+ImageSourcePolicy::ImageSourcePolicy(const std::vector<std::string>& allowed_dirs, BeneathMode mode) : mode_(mode) {
   for (const auto& dir : allowed_dirs) {
     std::error_code ec;
     const fs::path canonical = fs::canonical(dir, ec);
     if (ec || !fs::is_directory(canonical))
       throw Error(ErrorCode::kInvalidArgument, "--allow-dir " + dir + ": not an existing folder");
+    const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      throw Error(ErrorCode::kInvalidArgument, "--allow-dir " + dir + ": cannot open: " + std::strerror(errno));
+    folder_fds_.push_back(std::shared_ptr<const int>(new int(fd), [](const int* p) {
+      ::close(*p);
+      delete p;
+    }));
     allowed_.push_back(canonical.string());
   }
 }
 
-Image ImageSourcePolicy::local_file(const std::string& path, const std::string& field) const {
+ImageSourcePolicy::Located ImageSourcePolicy::locate(const std::string& path, const std::string& field) const {
   if (allowed_.empty())
     throw ApiError(403, field + ": local image files are not allowed on this server (start it with --allow-dir)", field);
   if (path.empty() || path[0] != '/')
     throw ApiError(400, field + ": a local image path must be absolute, got '" + path + "'", field);
   if (path.find('\0') != std::string::npos) throw ApiError(400, field + ": the path contains a NUL byte", field);
-  // weakly_canonical resolves every link of the part that exists, so the check below sees where
-  // the file really is; a missing file still gets a canonical spelling (refused by 403 if it
-  // would be outside, so the answer never tells whether a file outside exists).
+  // weakly_canonical resolves every link of the part that exists, so the folder found is where
+  // the file is now; a missing file still gets a canonical spelling (refused by 403 if it would
+  // be outside, so the answer never tells whether a file outside exists). What it finds may be
+  // stale by the time read() opens it: read() trusts only the folder's descriptor.
   std::error_code ec;
   const fs::path real = fs::weakly_canonical(fs::path(path), ec);
-  if (ec) throw ApiError(403, field + ": " + path + " is not inside an allowed folder", field);
-  bool allowed = false;
-  for (const auto& dir : allowed_) allowed = allowed || is_within(real, fs::path(dir));
-  if (!allowed) throw ApiError(403, field + ": " + path + " is not inside an allowed folder", field);
-  // Read now, through the checked reader (regular file, bounded size, never blocks), so the
-  // file cannot be swapped for something else between this check and the generation.
-  std::string bytes;
-  try {
-    bytes = read_input_file(real.string(), field + ": image", kMaxImageFileBytes);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), field);
+  if (!ec)
+    for (size_t i = 0; i < allowed_.size(); ++i)
+      if (is_within(real, fs::path(allowed_[i]))) return Located{i, real.lexically_relative(allowed_[i]).string()};
+  throw ApiError(403, field + ": " + path + " is not inside an allowed folder", field);
+}
+
+std::string ImageSourcePolicy::read(const Located& where, const std::string& path, const std::string& field) const {
+  const ApiError outside(403, field + ": " + path + " is not inside an allowed folder", field);
+  if (where.folder >= folder_fds_.size()) throw outside;
+  const int dir_fd = *folder_fds_[where.folder];
+  const std::string what = field + ": image " + path + ": ";
+  const auto refuse_open = [&](int err) -> ApiError {
+    // A step out of the folder (EXDEV), or a symbolic link the fallback walk does not follow
+    // (ELOOP): the same 403 as a path outside, saying nothing of what is there.
+    if (err == EXDEV || err == ELOOP) return outside;
+    if (err == ENOENT || err == ENOTDIR) return ApiError(400, what + "not found", field);
+    return ApiError(400, what + "cannot open: " + std::strerror(err), field);
+  };
+  const auto check = [&](const struct stat& st) {
+    if (!S_ISREG(st.st_mode)) throw ApiError(400, what + "is " + kind_of(st.st_mode) + ", not a file", field);
+    if (static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes)
+      throw ApiError(400, what + "is " + std::to_string(st.st_size) + " bytes, more than the " +
+                              std::to_string(kMaxImageFileBytes) + " allowed", field);
+  };
+  // First a reference only (O_PATH opens nothing: a FIFO does not block, a device is not
+  // touched), checked; then the same walk again for reading, which must reach the same file (a
+  // swap in between is refused before anything is read).
+  struct stat seen {};
+  {
+    const OwnedFd ref(open_beneath(dir_fd, where.relative, O_PATH, mode_));
+    if (ref.fd < 0) throw refuse_open(-ref.fd);
+    if (::fstat(ref.fd, &seen) != 0) throw refuse_open(errno);
+    check(seen);
   }
+  const OwnedFd file(open_beneath(dir_fd, where.relative, O_RDONLY | O_NONBLOCK | O_NOCTTY, mode_));
+  if (file.fd < 0) throw refuse_open(-file.fd);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw refuse_open(errno);
+  if (st.st_dev != seen.st_dev || st.st_ino != seen.st_ino)
+    throw ApiError(400, what + "was replaced while being opened", field);
+  check(st);
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = ::read(file.fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ApiError(400, what + "read failed: " + std::strerror(errno), field);
+    if (n == 0) break;  // shrank while being read: what is there
+    got += static_cast<size_t>(n);
+  }
+  data.resize(got);
+  return data;
+}
+
+Image ImageSourcePolicy::local_file(const std::string& path, const std::string& field) const {
+  // Read now, so the file cannot be swapped for something else between this and the generation.
+  const std::string bytes = read(locate(path, field), path, field);
   return Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 
