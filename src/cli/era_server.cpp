@@ -31,6 +31,12 @@ struct Flags {
   size_t max_body_bytes = size_t{32} << 20;
   double timeout_s = 600;
   int http_threads = 8;
+  double header_timeout_s = 10;
+  double read_timeout_s = 30;
+  double write_timeout_s = 30;
+  double idle_timeout_s = 5;
+  size_t max_connections = 256;
+  size_t max_connections_per_client = 16;
   std::vector<std::string> allow_dirs;
   bool quiet = false;
 };
@@ -73,17 +79,20 @@ int run(const Flags& f) {
   era::server::RequestQueue queue(f.queue);
   const era::ModelInfo info = session.info();
   era::validate_request(defaults, info);  // -n below the model's context
-  era::server::ServerContext context{session, defaults, images, queue, info.name, info, f.timeout_s};
-
-  httplib::Server server;
-  const int threads = f.http_threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  server.set_payload_max_length(f.max_body_bytes);
-  // The sockets get the same limit, but never under a second: a shorter one would cut off a client
-  // still sending its image while the generation itself may stop sooner.
-  const auto socket_us = static_cast<long long>(std::max(f.timeout_s, 1.0) * 1e6);
-  server.set_read_timeout(static_cast<time_t>(socket_us / 1000000), static_cast<time_t>(socket_us % 1000000));
-  server.set_write_timeout(static_cast<time_t>(socket_us / 1000000), static_cast<time_t>(socket_us % 1000000));
+  era::server::ServerLimits limits;
+  limits.connection.header_timeout_s = f.header_timeout_s;
+  limits.connection.read_timeout_s = f.read_timeout_s;
+  // The whole body gets the request's time, but never under a second: a shorter one would cut
+  // off a client still sending its image while the generation itself may stop sooner.
+  limits.connection.body_timeout_s = std::max(f.timeout_s, 1.0);
+  limits.connection.write_timeout_s = f.write_timeout_s;
+  limits.connection.idle_timeout_s = f.idle_timeout_s;
+  limits.connection.max_body_bytes = f.max_body_bytes;
+  limits.max_connections = f.max_connections;
+  limits.max_connections_per_client = f.max_connections_per_client;
+  limits.max_requests_with_body = static_cast<size_t>(f.http_threads);
+  era::server::HttpServer server(limits);
+  era::server::ServerContext context{session, defaults, images, queue, info.name, info, f.timeout_s, &server};
   era::server::install_routes(server, context);
 
   int port = f.port;
@@ -129,11 +138,44 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout-s", f.timeout_s,
                  "seconds per request, from arrival to the last token (finish_reason \"timeout\"; fractions allowed); "
-                 "also the socket read/write timeout, at least 1 s")
-      ->check(CLI::Range(0.001, 86400.0))
+                 "also the most a request body may take to arrive, at least 1 s (HTTP 408)")
+      ->check(era::cli::finite_in(0.001, 86400.0))  // not CLI::Range: NaN passes its comparisons
       ->capture_default_str();
-  app.add_option("--http-threads", f.http_threads, "HTTP connection threads (each open connection holds one)")
+  app.add_option("--http-threads", f.http_threads,
+                 "requests with a body (chat completions) served at once, from reading the body to the last byte of "
+                 "the answer; more get HTTP 503. Bounds the memory bodies take (this times --max-body-bytes). "
+                 "GET /health and /v1/models are not counted: they answer while all are busy")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-connections", f.max_connections,
+                 "connections open at once, each on its own thread (an idle or slow client holds one until its "
+                 "timeout); more are answered HTTP 503 at once")
+      ->check(CLI::Range(size_t{1}, size_t{512}))  // httplib answers 500 on a socket numbered past FD_SETSIZE (1024)
+      ->capture_default_str();
+  app.add_option("--max-connections-per-client", f.max_connections_per_client,
+                 "connections open at once from one client address; more are answered HTTP 503 at once. Behind a "
+                 "reverse proxy every client is the proxy: raise it to --max-connections and limit clients there")
+      ->check(CLI::Range(size_t{1}, size_t{512}))
+      ->capture_default_str();
+  app.add_option("--header-timeout-s", f.header_timeout_s,
+                 "seconds a client has for a whole request head (request line and headers), from connecting or from "
+                 "the first byte of a later request on the connection; a client trickling bytes is cut off there "
+                 "(HTTP 408, connection closed)")
+      ->check(era::cli::finite_in(0.0, 3600.0, true))
+      ->capture_default_str();
+  app.add_option("--read-timeout-s", f.read_timeout_s,
+                 "seconds a request body may pause between bytes (HTTP 408, connection closed)")
+      ->check(era::cli::finite_in(0.0, 3600.0, true))
+      ->capture_default_str();
+  app.add_option("--write-timeout-s", f.write_timeout_s,
+                 "seconds a client may leave its answer unread with the socket full; then the connection is closed "
+                 "(a stream's generation cancelled)")
+      ->check(era::cli::finite_in(0.0, 3600.0, true))
+      ->capture_default_str();
+  app.add_option("--idle-timeout-s", f.idle_timeout_s,
+                 "seconds a kept-alive connection may wait quietly for its next request before it is closed; 0 = "
+                 "close after each answer")
+      ->check(era::cli::finite_in(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--allow-dir", f.allow_dirs,
                  "folder local images (absolute paths, file:// URLs) may come from; repeatable; none = local files refused");

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "server/api_error.h"
+#include "server/connection.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -87,8 +88,18 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
                             " requests are already waiting (--queue); try again later");
   const CompletionIdentity id{next_completion_id(), static_cast<int64_t>(std::time(nullptr)), ctx.model_name};
   if (chat.stream) return stream_answer(res, std::move(generation), id, chat.include_usage);
+  // Nothing is written until the end, so a client that leaves is noticed by looking at its
+  // socket a few times a second: the generation is cancelled as a stream's is, and this thread
+  // (with its --http-threads slot) is free at once, even if the generation still waits in the queue.
   std::string ignored;
-  while (!generation->wait(ignored, std::chrono::milliseconds(1000))) ignored.clear();
+  while (!generation->wait(ignored, std::chrono::milliseconds(100))) {
+    ignored.clear();
+    if (client_gone()) {
+      generation->cancel();
+      spdlog::info("era_server: {}: the client went away before the answer; generation cancelled", id.id);
+      throw ApiError(499, "the client went away before the answer", "", "", "client_closed");
+    }
+  }
   if (generation->error()) throw *generation->error();
   send_json(res, 200, completion_json(id, generation->request(), *generation->result(), generation->timed_out()));
 }
@@ -126,7 +137,10 @@ void install_routes(httplib::Server& server, ServerContext& ctx) {
                send_json(res, 200,
                          {{"status", "ok"},
                           {"model", ctx.model_name},
-                          {"queue", {{"pending", ctx.queue.pending()}, {"busy", ctx.queue.busy()}, {"capacity", ctx.queue.capacity()}}}});
+                          {"queue", {{"pending", ctx.queue.pending()}, {"busy", ctx.queue.busy()}, {"capacity", ctx.queue.capacity()}}},
+                          {"connections",
+                           {{"open", ctx.http ? ctx.http->open_connections() : 0},
+                            {"requests_with_body", ctx.http ? ctx.http->requests_with_body() : 0}}}});
              }));
   for (const char* path : {"/v1/chat/completions"}) {
     server.Get(path, method_not_allowed("POST"));
@@ -144,6 +158,19 @@ void install_routes(httplib::Server& server, ServerContext& ctx) {
   // 400) get the same JSON body as the handlers' errors.
   server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    // A request that could not be read (head or body too slow, too large: server/connection.h)
+    // reaches here as httplib's 400; it gets its own status and the reason, and the connection closes.
+    if (const auto failure = current_read_failure()) {
+      res.set_header("Connection", "close");
+      send_error(res, ApiError(failure->status, failure->message, "", "", failure->code));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // httplib's own 400 (a request line or header it cannot parse) or 414 leaves the rest of that
+    // request unread in the socket: nothing after it can be trusted as the next request.
+    if (res.status == 400 || res.status == 414) {
+      res.set_header("Connection", "close");
+      close_after_this_answer();
+    }
     std::string message;
     switch (res.status) {
       case 404: message = "no route " + req.method + " " + req.path + " (POST /v1/chat/completions, GET /v1/models, GET /health)"; break;

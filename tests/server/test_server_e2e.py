@@ -5,7 +5,10 @@ client and raw sockets: the non-streamed and streamed answers (equal to each oth
 era_infer's on the same image and prompt, greedy), /v1/models, /health, concurrent requests (all
 answered, all equal), the --queue limit (503), a client leaving mid-stream (generation cancelled,
 next request served), the error statuses (400 malformed JSON / bad field named, 403 disallowed
-file and http URL, 404, 405, 413) and SIGTERM (exit 0).
+file and http URL, 404, 405, 413) and SIGTERM (exit 0); and hostile clients (HostileClients): heads
+trickled byte by byte, idle connections, too many connections from one client or in all, bodies
+over --max-body-bytes by Content-Length or chunked, other framings httplib mishandles, and an
+unstreamed request whose client leaves.
 """
 import argparse
 import base64
@@ -13,6 +16,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -368,6 +372,255 @@ class TimeLimit(unittest.TestCase):
             self.assertEqual((status, got["status"]), (200, "ok"))
         finally:
             self.assertEqual(server.stop(), 0)
+
+def connect(port, source="127.0.0.1", timeout=10):
+    """A raw client socket to the server from the loopback address `source` (any 127.x.y.z is
+    this machine on Linux: distinct client addresses for the per-client limit)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def read_answer(sock, limit_s):
+    """Whatever the server sends until it closes or `limit_s` passes: (bytes, seconds taken)."""
+    start = time.monotonic()
+    data = b""
+    while time.monotonic() - start < limit_s:
+        sock.settimeout(max(0.01, limit_s - (time.monotonic() - start)))
+        try:
+            piece = sock.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not piece:
+            break
+        data += piece
+        if b"\r\n\r\n" in data:
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+            if length and len(body) >= length[0]:
+                break
+    return data, time.monotonic() - start
+
+
+def status_of(answer):
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
+
+
+def timed_health(port, limit_s):
+    """GET /health on a fresh connection: (status or None when no answer came within limit_s, seconds)."""
+    sock = connect(port)
+    try:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer, took = read_answer(sock, limit_s)
+    finally:
+        sock.close()
+    return status_of(answer), took
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+class HostileClients(unittest.TestCase):
+    """Issue 51 point 2: slow, idle, greedy and departing clients cannot stop era_server. Every
+    client is a raw socket on loopback; every wait is bounded."""
+
+    def test_trickling_heads_neither_hold_health_nor_last(self):
+        # More tricklers than --http-threads, each sending a head byte every 0.3 s: httplib's
+        # per-recv timeout never expired, and with 2 threads /health waited behind them.
+        server = Server("--http-threads", "2", "--header-timeout-s", "2", "-q")
+        tricklers = []
+        try:
+            for _ in range(12):
+                sock = connect(server.port)
+                sock.sendall(b"GET /health HTTP/1.1\r\n")
+                tricklers.append(sock)
+            stop = threading.Event()
+
+            def trickle():
+                while not stop.is_set():
+                    for sock in tricklers:
+                        try:
+                            sock.send(b"X")
+                        except OSError:
+                            pass
+                    stop.wait(0.3)
+
+            thread = threading.Thread(target=trickle, daemon=True)
+            thread.start()
+            time.sleep(0.5)
+            status, took = timed_health(server.port, 3)
+            print(f"\n/health with 12 tricklers on 2 --http-threads: {status} in {took * 1000:.1f} ms", file=sys.stderr)
+            self.assertEqual(status, 200, f"/health unanswered after {took:.1f} s")
+            self.assertLess(took, 2.0)
+            # And the tricklers are cut off at --header-timeout-s (2 s from connecting): 408, closed.
+            start = time.monotonic()
+            answers = [read_answer(sock, 6)[0] for sock in tricklers]
+            stop.set()
+            thread.join(timeout=5)
+            self.assertLess(time.monotonic() - start, 6)
+            for answer in answers:
+                self.assertIn(status_of(answer), (408, None), answer)
+            self.assertTrue(any(b"--header-timeout-s" in a for a in answers), answers)
+            # A client that connects and says nothing is closed at the same deadline.
+            quiet = connect(server.port)
+            answer, took = read_answer(quiet, 6)
+            quiet.close()
+            self.assertLess(took, 4.0)
+            status, _ = timed_health(server.port, 3)
+            self.assertEqual(status, 200)
+        finally:
+            for sock in tricklers:
+                sock.close()
+            self.assertEqual(server.stop(), 0)
+
+    def test_connections_per_client_and_in_all_are_capped(self):
+        server = Server("--max-connections-per-client", "3", "--max-connections", "4", "-q")
+        held = []
+        try:
+            held = [connect(server.port) for _ in range(3)]
+            extra = connect(server.port)
+            answer, took = read_answer(extra, 3)
+            extra.close()
+            self.assertEqual(status_of(answer), 503, answer)
+            self.assertIn(b"--max-connections-per-client", answer)
+            self.assertLess(took, 2.0)
+            time.sleep(0.3)  # the refusing thread goes back to the pool
+            # Another address is another client: one more fits, then the server is full.
+            other = connect(server.port, source="127.0.0.2")
+            held.append(other)
+            other.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer, _ = read_answer(other, 3)
+            self.assertEqual(status_of(answer), 200, answer)
+            third = connect(server.port, source="127.0.0.3")
+            answer, took = read_answer(third, 3)
+            third.close()
+            self.assertEqual(status_of(answer), 503, answer)
+            self.assertIn(b"--max-connections", answer)
+            # Closing one frees its place.
+            held.pop(0).close()
+            time.sleep(0.3)
+            status, _ = timed_health(server.port, 3)
+            self.assertEqual(status, 200)
+        finally:
+            for sock in held:
+                sock.close()
+            self.assertEqual(server.stop(), 0)
+
+    def test_bodies_over_the_limit_are_refused_from_their_headers_or_as_they_pass_it(self):
+        server = Server("--max-body-bytes", str(1 << 20), "-q")
+        try:
+            # Content-Length 2^63: 413 at once (httplib read and dropped the announced body first).
+            sock = connect(server.port)
+            start = time.monotonic()
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 9223372036854775808\r\n\r\n{")
+            answer, _ = read_answer(sock, 5)
+            took = time.monotonic() - start
+            sock.close()
+            print(f"\nContent-Length 2^63: {status_of(answer)} in {took * 1000:.1f} ms", file=sys.stderr)
+            self.assertEqual(status_of(answer), 413, answer)
+            self.assertIn(b"--max-body-bytes", answer)
+            self.assertLess(took, 1.0)
+            # A chunked body of 100 MB: 413 where it passes 1 MiB, without buffering the rest.
+            rss_before = rss_kib(server.proc.pid)
+            sock = connect(server.port)
+            start = time.monotonic()
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n" % 65536 + b"A" * 65536 + b"\r\n"
+            sent = 0
+            while sent < 100 << 20 and time.monotonic() - start < 30:
+                if select.select([sock], [], [], 0)[0]:
+                    break  # the answer came
+                try:
+                    sock.sendall(chunk)
+                except OSError:
+                    break
+                sent += 65536
+            answer, _ = read_answer(sock, 10)
+            took = time.monotonic() - start
+            sock.close()
+            growth_mib = (rss_kib(server.proc.pid) - rss_before) / 1024
+            print(f"chunked 100 MB: {status_of(answer)} in {took * 1000:.1f} ms after {sent >> 20} MiB sent; "
+                  f"server RSS +{growth_mib:.1f} MiB", file=sys.stderr)
+            self.assertEqual(status_of(answer), 413, answer[:300])
+            self.assertIn(b"--max-body-bytes", answer)
+            self.assertLess(growth_mib, 24)
+            self.assertLess(took, 5.0)
+            # The other framings httplib mishandles: each refused with its status, named.
+            for head, status, needle in (
+                    (b"Content-Length: ten\r\n", 400, b"Content-Length"),
+                    (b"", 411, b"Content-Length"),
+                    (b"Transfer-Encoding: gzip\r\n", 501, b"Transfer-Encoding"),
+                    (b"Content-Length: 5\r\nContent-Encoding: gzip\r\n", 415, b"Content-Encoding"),
+                    (b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, b"Transfer-Encoding")):
+                sock = connect(server.port)
+                sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n")
+                answer, took = read_answer(sock, 3)
+                sock.close()
+                self.assertEqual(status_of(answer), status, (head, answer))
+                self.assertIn(needle, answer.partition(b"\r\n\r\n")[2], answer)
+                self.assertLess(took, 1.0)
+            # A head over 64 KiB: 431, not a buffer that grows with it.
+            sock = connect(server.port)
+            sock.sendall(b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * (80 << 10) + b"\r\n\r\n")
+            answer, _ = read_answer(sock, 3)
+            sock.close()
+            self.assertEqual(status_of(answer), 431, answer[:300])
+            status, _ = timed_health(server.port, 3)
+            self.assertEqual(status, 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_an_unstreamed_request_whose_client_left_is_cancelled(self):
+        # A is answered; B waits in the queue behind it and its client leaves. B is cancelled when
+        # its client goes (before, it ran to its end after A, for nobody). Independent of the
+        # machine's speed: B waits at least as long as A generates.
+        server = Server()
+        try:
+            body = json.dumps({"max_tokens": 1900, "era": {"ignore_eos": True},
+                               "messages": [{"role": "user", "content": "Tell me a long story."}]}).encode()
+            request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            a = connect(server.port, timeout=120)
+            a.sendall(request)
+            b = connect(server.port, timeout=120)
+            b.sendall(request)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                _, got = server.json("GET", "/health")
+                if got["queue"]["pending"] == 1 or not got["queue"]["busy"]:
+                    break
+                time.sleep(0.01)
+            b.close()
+            gone = "went away before the answer"
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(gone in l for l in server.log):
+                time.sleep(0.02)
+            self.assertTrue(any(gone in l for l in server.log), "".join(server.log))
+            answer, _ = read_answer(a, 120)
+            a.close()
+            self.assertEqual(status_of(answer), 200, answer[:300])
+            # B never runs: the worker is free as soon as A is answered.
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                _, got = server.json("GET", "/health")
+                if not got["queue"]["busy"] and got["queue"]["pending"] == 0:
+                    break
+                time.sleep(0.01)
+            self.assertEqual((got["queue"]["busy"], got["queue"]["pending"]), (False, 0), got)
+            time.sleep(0.2)
+            answered = [l for l in server.log if "POST /v1/chat/completions -> 200" in l]
+            self.assertEqual(len(answered), 1, "".join(server.log))
+        finally:
+            self.assertEqual(server.stop(), 0)
+
 
 def main():
     global ARGS
