@@ -54,14 +54,14 @@ int main(int argc, char** argv) {
                  "prefill's products run in) and then its memory read for this many seconds each, and show each "
                  "request's vision and prefill FLOP rates as shares of the first and its decode weight bytes per "
                  "second as a share of the second (0 = off)")
-      ->check(CLI::Range(0.0, 600.0));
+      ->check(era::cli::finite_in(0.0, 600.0));
   bool machine = false;
   app.add_flag("--machine", machine,
                "measure this machine's limits (GEMM rate per dtype, memory bandwidth) with LibTorch's kernels at "
                "--threads, print them and exit (no model needed)");
   double machine_seconds = 8.0;
   app.add_option("--machine-seconds", machine_seconds, "how long --machine measures in all")
-      ->check(CLI::Range(0.1, 600.0))
+      ->check(era::cli::finite_in(0.1, 600.0))
       ->capture_default_str();
   app.add_option("--json", json_path, "also write the report as JSON to this file ('-' = stdout instead of the tables)");
   app.add_option("--dump-inputs", dump_dir, "write the pixels, prompt ids and kept tokens for the Python reference here");

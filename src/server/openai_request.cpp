@@ -34,8 +34,11 @@ int64_t get_integer(const json& v, const std::string& field, int64_t lo, int64_t
   // 3.0 is accepted as 3 (JSON has one number type); 3.5, 1e300 and true are not.
   int64_t n = 0;
   if (v.is_number_integer()) {
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) n = hi + 1;
-    else n = v.get<int64_t>();
+    // Above int64_t (an unsigned JSON integer): out of any range here. Not hi + 1, which
+    // overflows when hi is the largest int64_t ("seed").
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
+      bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+    n = v.get<int64_t>();
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15))
@@ -206,19 +209,72 @@ void apply_messages(const json& messages, Request& request, const ImageSourcePol
   request.system = system;
 }
 
+// Where the parser is, as the request spells a field ("messages[0].content[1].image_url"), kept
+// from its callback's events: a value the parser itself refuses (a number beyond a double's
+// range) is then refused naming its field like any other bad value.
+class JsonPath {
+ public:
+  void on(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: frames_.push_back({false, 0, ""}); break;
+      case json::parse_event_t::array_start: frames_.push_back({true, 0, ""}); break;
+      case json::parse_event_t::key:
+        if (!frames_.empty() && parsed.is_string()) frames_.back().key = parsed.get<std::string>();
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value: element_done(); break;
+    }
+  }
+  std::string str() const {
+    std::string out;
+    for (const Frame& f : frames_) {
+      if (f.array) out += "[" + std::to_string(f.index) + "]";
+      else if (!f.key.empty()) out += (out.empty() ? "" : ".") + f.key;
+    }
+    return out;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    size_t index;
+    std::string key;
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 json parse_json_body(const std::string& body) {
   // A depth limit: nlohmann's parser does not recurse, but nothing a chat request holds nests
   // this deep, and refusing early keeps huge nested bodies cheap.
-  const json::parser_callback_t limit_depth = [](int depth, json::parse_event_t, json&) {
+  JsonPath path;
+  const json::parser_callback_t track = [&path](int depth, json::parse_event_t event, json& parsed) {
     if (depth > kMaxJsonDepth) throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    path.on(event, parsed);
     return true;
   };
   try {
-    return json::parse(body, limit_depth);
+    return json::parse(body, track);
   } catch (const json::parse_error& e) {
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number such as 1e400 that no double holds ("number overflow parsing
+    // '1e400'"). Well-formed JSON with a bad value: the client's fault (400), not the server's.
+    std::string why = e.what();
+    const size_t tag_end = why.find("] ");
+    if (why.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos) why = why.substr(tag_end + 2);
+    if (e.id == 406) why += " (beyond the range of a double)";
+    const std::string field = path.str();
+    if (field.empty()) throw ApiError(400, "the request body holds a bad value: " + why);
+    bad(field, why);
   }
 }
 

@@ -33,7 +33,8 @@ struct ChatRequest {
 ChatRequest parse_chat_request(const nlohmann::json& body, const Request& defaults, const ImageSourcePolicy& images,
                                const ModelInfo* model = nullptr);
 
-// The body as received: ApiError(400) if it is not JSON (or nests deeper than kMaxJsonDepth).
+// The body as received: ApiError(400) if it is not JSON, nests deeper than kMaxJsonDepth or holds
+// a number beyond a double's range (1e400: valid JSON, refused naming its field).
 ChatRequest parse_chat_request(const std::string& body, const Request& defaults, const ImageSourcePolicy& images,
                                const ModelInfo* model = nullptr);
 

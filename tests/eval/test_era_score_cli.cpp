@@ -258,6 +258,8 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   expect_score_error(score(gqa + "--answers " + dir + "/missing.jsonl"), "missing.jsonl: not found");
   write_file(dir + "/broken.jsonl", answer_line("1", "a") + "{not json\n");
   expect_score_error(score(gqa + "--answers " + dir + "/broken.jsonl"), "broken.jsonl line 2: not valid JSON");
+  write_file(dir + "/overflow.jsonl", answer_line("1", "a") + "{\"question_id\": 1e400, \"text\": \"a\"}\n");
+  expect_score_error(score(gqa + "--answers " + dir + "/overflow.jsonl"), "overflow.jsonl line 2: not valid JSON");
   expect_score_error(score("--benchmark gqa --answers " + dir + "/gqa.jsonl"), "--annotations");
   expect_score_error(score("--benchmark nope --answers x"), "nope");
   expect_score_error(score("--answers " + dir + "/gqa.jsonl"), "--benchmark");

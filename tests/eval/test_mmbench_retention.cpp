@@ -208,6 +208,8 @@ TEST(ScoreAnswers, ReadsLlavaAnswerLinesAndFlagsErrorRecords) {
 
 TEST(ScoreAnswers, BadLinesNameTheFileAndLine) {
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1, \"text\": \"a\"}\n{oops\n"); }, "test.jsonl line 2: not valid JSON");
+  // A number beyond a double is nlohmann's out_of_range, not a parse_error: still the file's fault.
+  test::expect_invalid_argument([] { answers_from("{\"question_id\": 1e400, \"text\": \"a\"}\n"); }, "test.jsonl line 1: not valid JSON");
   test::expect_invalid_argument([] { answers_from("[1]\n"); }, "line 1: expected a JSON object");
   test::expect_invalid_argument([] { answers_from("{\"text\": \"a\"}\n"); }, "no question_id");
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1}\n"); }, "no text");

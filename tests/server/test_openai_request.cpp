@@ -3,6 +3,9 @@
 #include <openssl/evp.h>
 
 #include <filesystem>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
@@ -234,6 +237,52 @@ TEST(OpenAiRequest, MalformedOrTooDeepJsonIsA400) {
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_NE(std::string(e.what()).find("must be a JSON object"), std::string::npos);
+  }
+}
+
+// A number no double holds (1e400) is valid JSON that nlohmann's parser refuses with its own
+// out_of_range error: it must be a 400 naming the field, like any other bad value, not a 500.
+TEST(OpenAiRequest, NumbersBeyondADoubleAreA400NamingTheField) {
+  const std::string user_q = R"({"role":"user","content":"q"})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"messages":[)" + user_q + R"(],"temperature":1e400})", "temperature"},
+      {R"({"temperature":-1e400,"messages":[)" + user_q + "]}", "temperature"},
+      {R"({"messages":[)" + user_q + R"(],"era":{"method":"era","keep_ratio":1E+999}})", "era.keep_ratio"},
+      {R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":2e308}]}]})",
+       "messages[0].content[1].text"},
+      {R"({"messages":[)" + user_q + R"(],"era":{"era_set":["alpha=0.3",[1,[2,9e9999]]]}})", "era.era_set[1][1][1]"},
+  };
+  for (const auto& [body, field] : cases) {
+    try {
+      parse_chat_request(body, Request{}, ImageSourcePolicy());
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << body << ": " << e.what();
+      EXPECT_EQ(e.param(), field) << body << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(field + ": "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("range of a double"), std::string::npos) << e.what();
+    }
+  }
+  try {  // a bare number: no field to name, still the client's fault
+    parse_chat_request(std::string("1e400"), Request{}, ImageSourcePolicy());
+    ADD_FAILURE() << "accepted 1e400";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400) << e.what();
+  }
+}
+
+// An unsigned JSON integer above the largest int64_t: refused with the value as sent. The check
+// for "seed" (bound: the largest int64_t) used to compute bound + 1, a signed overflow.
+TEST(OpenAiRequest, IntegersAboveInt64AreRefusedAsSent) {
+  for (const char* key : {"seed", "max_tokens", "n"}) {
+    try {
+      parse(json{{"messages", {user("q")}}, {key, std::numeric_limits<uint64_t>::max()}});
+      ADD_FAILURE() << key << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << e.what();
+      EXPECT_EQ(e.param(), key) << e.what();
+      EXPECT_NE(std::string(e.what()).find("got 18446744073709551615"), std::string::npos) << e.what();
+    }
   }
 }
 

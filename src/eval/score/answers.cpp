@@ -55,7 +55,7 @@ AnswerFile parse_answers(const std::string& text, const std::string& name) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {
       fail(where + ": not valid JSON");
     }
     if (!j.is_object()) fail(where + ": expected a JSON object");
@@ -116,7 +116,7 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what, 
       if (event == nlohmann::json::parse_event_t::key) return keep(depth, parsed.get<std::string>());
       return true;
     });
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     const std::string msg = e.what();
     throw Error(ErrorCode::kInvalidArgument, what + " " + path + ": not valid JSON (" + msg.substr(msg.find(']') + 2) + ")");
   }
@@ -134,7 +134,7 @@ void for_each_jsonl(const std::string& path, const std::string& what,
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {
       throw Error(ErrorCode::kInvalidArgument, where + ": not valid JSON");
     }
     if (!j.is_object()) throw Error(ErrorCode::kInvalidArgument, where + ": expected a JSON object");

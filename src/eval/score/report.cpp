@@ -303,7 +303,7 @@ void write_results(const std::string& path, const std::string& key, const std::s
     const std::string text = read_text_file(path, "--json");
     try {
       j = ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {
       throw Error(ErrorCode::kInvalidArgument, "--json " + path + ": exists but is not valid JSON (not overwritten)");
     }
     if (!j.is_object() || (j.contains("benchmarks") && !j["benchmarks"].is_object()))

@@ -33,7 +33,7 @@ RunInfo parse_run_info(const std::string& jsonl, const std::string& name) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {
       fail("answers " + name + " line " + std::to_string(number) + ": not valid JSON");
     }
     if (!j.is_object()) fail("answers " + name + " line " + std::to_string(number) + ": expected a JSON object");

@@ -199,7 +199,7 @@ std::vector<std::string> read_question_ids(const std::string& path) {
     json j;
     try {
       j = json::parse(line);
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {
       fail(where + ": not valid JSON");
     }
     if (!j.is_object() || !j.contains("question_id")) fail(where + ": no question_id");
