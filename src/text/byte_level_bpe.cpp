@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -94,7 +95,49 @@ struct Span {
 struct SplitStep {
   std::unique_ptr<icu::RegexPattern> pattern;
   bool remove_matches = false;  // behavior Removed (else Isolated)
+  std::string field;            // where the pattern is in tokenizer.json, for errors
 };
+
+// The work a Split pattern may do. A pattern from tokenizer.json may backtrack exponentially
+// ("(a+)+$" on 40 a's runs for hours), so each search is stopped once it exceeds a budget, counted
+// in ICU's steps (one per 10,000 backtracking states saved, reported through the match callback;
+// about 0.2 ms each). ICU's own setTimeLimit counts from the matcher's reset, so over a whole text,
+// and would refuse a long ordinary prompt; the budgets here grow with the text instead:
+//   per search  kBaseSteps + 1 step per 100 characters still to search (100 states a character;
+//               the Qwen2 and GPT-2 patterns save 2 at most: a run of whitespace);
+//   per prompt  kBaseSteps + 1 step per 10 bytes of the prompt (1,000 states a character), so a
+//               pattern that spends just under the search budget on every word still ends.
+// Real patterns thus never come near either bound, and a hostile one gives up after ~0.2 s plus
+// ~20 ms per thousand characters.
+constexpr int64_t kBaseSteps = 1000;
+struct RegexBudget {
+  int64_t search_steps = 0, search_limit = 0;
+  int64_t prompt_steps = 0, prompt_limit = 0;
+};
+
+UBool U_CALLCONV count_regex_steps(const void* context, int32_t /*steps since the matcher's reset*/) {
+  auto* budget = static_cast<RegexBudget*>(const_cast<void*>(context));
+  ++budget->search_steps;
+  ++budget->prompt_steps;
+  return budget->search_steps < budget->search_limit && budget->prompt_steps < budget->prompt_limit;
+}
+
+// The backtracking stack a search may use: ICU's default (8 MB) overflows on a run of ~350,000
+// blanks with the Qwen2 pattern (24 bytes a blank), text the library splits without trouble;
+// 8 MB and 256 bytes a character of the piece is ten times what that pattern needs, and still
+// bounds a hostile one by the text's length.
+int32_t regex_stack_limit(int32_t piece_length) {
+  return static_cast<int32_t>(std::min<int64_t>(std::numeric_limits<int32_t>::max(),
+                                                (int64_t{8} << 20) + int64_t{256} * piece_length));
+}
+
+// The first characters of `u` from `start`, quoted, for an error message.
+std::string quote_text(const icu::UnicodeString& u, int32_t start) {
+  const int32_t end = u.moveIndex32(start, 40);
+  std::string s;
+  u.tempSubStringBetween(start, end).toUTF8String(s);
+  return json(s).dump() + (end < u.length() ? "..." : "");
+}
 
 std::unique_ptr<icu::RegexPattern> compile(const std::string& pattern, const std::string& source,
                                            const std::string& field) {
@@ -110,10 +153,27 @@ std::unique_ptr<icu::RegexPattern> compile(const std::string& pattern, const std
 
 uint64_t pair_key(int64_t a, int64_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b); }
 
+// The id at `field` (model.vocab["x"] or added_tokens[i].id), which must lie below `limit`: the
+// number of tokens the file lists. The tables by id are allocated from the largest id, so an id
+// far beyond what the file holds (10^9 in a 1 KB file) would cost gigabytes before anything else
+// is checked; a real vocabulary numbers its tokens from 0 without gaps, and an added token
+// sharing a vocabulary entry's id only lowers the largest id.
+int64_t read_id(const json& value, int64_t limit, const std::string& source, const std::string& field) {
+  if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<int64_t>() < 0))
+    refuse(source, field, "must be a non-negative integer id (is " + value.dump() + ")");
+  const uint64_t id = value.get<uint64_t>();
+  if (id >= static_cast<uint64_t>(limit))
+    refuse(source, field,
+           "id " + std::to_string(id) + " is beyond the vocabulary: the file lists " + std::to_string(limit) +
+               " tokens (model.vocab and added_tokens), so every id must be below " + std::to_string(limit));
+  return static_cast<int64_t>(id);
+}
+
 }  // namespace
 
 struct ByteLevelBpe::Impl {
   std::string source;
+  int64_t id_limit = 0;  // entries of model.vocab plus added_tokens: every id lies below it (read_id)
   std::unordered_map<std::string, int64_t> vocab;
   std::vector<std::string> id_to_token;  // vocabulary and added tokens by id ("" where none)
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> merges;  // (a, b) -> (rank, merged id)
@@ -131,10 +191,12 @@ struct ByteLevelBpe::Impl {
   void read_pre_tokenizer(const json& node, const std::string& field);
   void read_model(const json& model);
   void check_decoder(const json& doc);
+  void probe_patterns() const;
 
   std::vector<Span> split_added(const std::vector<Span>& spans, bool normalized) const;
   std::string normalize(const std::string& text) const;
-  std::vector<std::string> pre_tokenize(const std::string& text) const;
+  void split(const SplitStep& step, const std::string& piece, RegexBudget& budget, std::vector<std::string>& out) const;
+  std::vector<std::string> pre_tokenize(const std::string& text, RegexBudget& budget) const;
   std::vector<int64_t> bpe(const std::string& word) const;
 };
 
@@ -155,16 +217,22 @@ T get_field(const json& node, const char* key, T fallback, const std::string& so
 void ByteLevelBpe::Impl::read_added_tokens(const json& doc) {
   if (!doc.contains("added_tokens") || doc["added_tokens"].is_null()) return;
   if (!doc["added_tokens"].is_array()) refuse(source, "added_tokens", "must be a list");
+  std::unordered_map<int64_t, size_t> index_by_id;  // the first added token on each id
   for (size_t i = 0; i < doc["added_tokens"].size(); ++i) {
     const json& t = doc["added_tokens"][i];
     const std::string field = "added_tokens[" + std::to_string(i) + "]";
     if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id") ||
-        !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0)
+        !t["id"].is_number_integer())
       refuse(source, field, "needs a string \"content\" and a non-negative integer \"id\"");
     AddedTokenRule a;
     a.content = t["content"].get<std::string>();
     if (a.content.empty()) refuse(source, field + ".content", "is empty");
-    a.id = t["id"].get<int64_t>();
+    a.id = read_id(t["id"], id_limit, source, field + ".id");
+    // Two added tokens on one id: decoding could not say which text the id stands for.
+    const auto [first, fresh] = index_by_id.emplace(a.id, i);
+    if (!fresh && added[first->second].content != a.content)
+      refuse(source, field + ".id",
+             "id " + std::to_string(a.id) + " is also added_tokens[" + std::to_string(first->second) + "].id");
     a.special = get_field<bool>(t, "special", false, source, field);
     a.lstrip = get_field<bool>(t, "lstrip", false, source, field);
     a.rstrip = get_field<bool>(t, "rstrip", false, source, field);
@@ -214,13 +282,14 @@ void ByteLevelBpe::Impl::read_pre_tokenizer(const json& node, const std::string&
     const std::string behavior = get_field<std::string>(node, "behavior", "", source, field);
     if (behavior != "Isolated" && behavior != "Removed")
       refuse(source, field + ".behavior", "\"" + behavior + "\" is not supported (Isolated, Removed)");
-    splits.push_back({compile(pattern["Regex"].get<std::string>(), source, field + ".pattern.Regex"), behavior == "Removed"});
+    splits.push_back({compile(pattern["Regex"].get<std::string>(), source, field + ".pattern.Regex"),
+                      behavior == "Removed", field + ".pattern.Regex"});
     return;
   }
   if (type == "ByteLevel") {
     add_prefix_space = get_field<bool>(node, "add_prefix_space", false, source, field);
     if (get_field<bool>(node, "use_regex", true, source, field))
-      splits.push_back({compile(kGpt2Pattern, source, field), false});
+      splits.push_back({compile(kGpt2Pattern, source, field), false, field + " (ByteLevel's regex)"});
     return;
   }
   refuse(source, field + ".type", "\"" + type + "\" is not supported (ByteLevel, Split, Sequence)");
@@ -240,13 +309,20 @@ void ByteLevelBpe::Impl::read_model(const json& model) {
   ignore_merges = get_field<bool>(model, "ignore_merges", false, source, "model");
   if (!model.contains("vocab") || !model["vocab"].is_object()) refuse(source, "model.vocab", "must be an object");
   int64_t max_id = -1;
-  for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      refuse(source, "model.vocab[\"" + token + "\"]", "must be a non-negative integer id");
-    vocab[token] = id.get<int64_t>();
-    max_id = std::max(max_id, id.get<int64_t>());
+  std::unordered_map<int64_t, std::string> token_by_id;  // the first token on each id
+  for (const auto& [token, value] : model["vocab"].items()) {
+    const std::string field = "model.vocab[" + json(token).dump() + "]";
+    const int64_t id = read_id(value, id_limit, source, field);
+    // Two tokens on one id: decoding could not say which text the id stands for.
+    const auto [first, fresh] = token_by_id.emplace(id, token);
+    if (!fresh)
+      refuse(source, field, "id " + std::to_string(id) + " is also model.vocab[" + json(first->second).dump() + "]'s");
+    vocab[token] = id;
+    max_id = std::max(max_id, id);
   }
+  token_by_id.clear();
   for (const AddedTokenRule& a : added) max_id = std::max(max_id, a.id);
+  // Every id is below id_limit (read_id), so these tables are no larger than the file's lists.
   id_to_token.assign(static_cast<size_t>(max_id + 1), "");
   special.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : vocab) id_to_token[static_cast<size_t>(id)] = token;
@@ -283,6 +359,34 @@ void ByteLevelBpe::Impl::check_decoder(const json& doc) {
   const json decoder = doc.value("decoder", json());
   const std::string type = decoder.is_object() ? decoder.value("type", "") : "";
   if (type != "ByteLevel") refuse(source, "decoder.type", "\"" + type + "\" is not supported (ByteLevel)");
+}
+
+// Refuses, when the bundle loads, a Split pattern that backtracks without end on text as plain as a
+// run of one character ("(a+)+$" on 30 a's and a "!"): better than a request refused (or, without
+// the budget, a server hung) on each such prompt later. Real patterns split these texts in
+// microseconds; a catastrophic one is stopped by the same budget as at request time (~0.2 s).
+// Patterns that explode only on rarer text are still stopped on that text by split().
+void ByteLevelBpe::Impl::probe_patterns() const {
+  static const char* const kRuns[] = {"a", "A", "0", " ", "\n", "!", "'", "_", "\xC3\xA9", "\xE4\xB8\xAD"};
+  static const char* const kEnds[] = {"!", "a", " ", "0", "\n", "\x01"};
+  for (const SplitStep& step : splits)
+    for (const char* run : kRuns)
+      for (const char* end : kEnds) {
+        std::string probe;
+        for (int i = 0; i < 30; ++i) probe += run;
+        probe += end;
+        RegexBudget budget;
+        budget.prompt_limit = kBaseSteps;
+        std::vector<std::string> pieces;
+        try {
+          split(step, probe, budget, pieces);
+        } catch (const Error& e) {
+          if (e.code() != ErrorCode::kPrompt) throw;  // not the budget: ICU itself failed
+          refuse(source, step.field,
+                 "the pattern backtracks without end on the probe text " + json(probe).dump() +
+                     " (catastrophic backtracking): every prompt like it would be refused");
+        }
+      }
 }
 
 // Cuts every span still to tokenise at the added tokens of the given kind (normalized or not),
@@ -340,33 +444,57 @@ std::string ByteLevelBpe::Impl::normalize(const std::string& text) const {
   return out;
 }
 
+// One Split step on one piece: the matches (unless Removed) and the text between them, in order.
+// Throws era::Error(kPrompt) naming the pattern and the text when a search exceeds its budget
+// (RegexBudget) or its backtracking stack.
+void ByteLevelBpe::Impl::split(const SplitStep& step, const std::string& piece, RegexBudget& budget,
+                               std::vector<std::string>& out) const {
+  const icu::UnicodeString u = icu::UnicodeString::fromUTF8(piece);
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::RegexMatcher> m(step.pattern->matcher(u, status));
+  if (m) m->setMatchCallback(count_regex_steps, &budget, status);
+  if (m) m->setStackLimit(regex_stack_limit(u.length()), status);
+  if (U_FAILURE(status)) throw Error(ErrorCode::kRuntime, std::string("regex matcher: ") + u_errorName(status));
+  int32_t done = 0;
+  const auto emit = [&](int32_t a, int32_t b) {
+    if (b <= a) return;
+    std::string s;
+    u.tempSubStringBetween(a, b).toUTF8String(s);
+    out.push_back(std::move(s));
+  };
+  for (;;) {
+    budget.search_steps = 0;
+    budget.search_limit = kBaseSteps + (u.length() - done) / 100;
+    // find(status): the overload without a status stops silently on an error, which would leave
+    // the rest of the piece unsplit and the ids wrong.
+    const bool found = m->find(status);
+    const auto text = [&] { return quote_text(u, done) + " (" + std::to_string(u.length() - done) + " characters)"; };
+    if (status == U_REGEX_STOPPED_BY_CALLER)
+      throw Error(ErrorCode::kPrompt, source + ": " + step.field + ": the pattern backtracks without end on the text " +
+                                          text() + " and was stopped: this tokenizer's pattern cannot split such " +
+                                          "text (catastrophic backtracking)");
+    if (status == U_REGEX_STACK_OVERFLOW)
+      throw Error(ErrorCode::kPrompt, source + ": " + step.field + ": the pattern needs more than " +
+                                          std::to_string(regex_stack_limit(u.length()) >> 20) +
+                                          " MB of backtracking memory on the text " + text());
+    if (U_FAILURE(status)) throw Error(ErrorCode::kRuntime, std::string("regex search: ") + u_errorName(status));
+    if (!found) break;
+    const int32_t start = m->start(status), end = m->end(status);
+    if (end == start) continue;  // an empty match splits nothing
+    emit(done, start);
+    if (!step.remove_matches) emit(start, end);
+    done = end;
+  }
+  emit(done, u.length());
+}
+
 // The pre-tokenizer's pieces of `text`: each Split step in turn, then the byte-level mapping
 // (with the prefix space when asked).
-std::vector<std::string> ByteLevelBpe::Impl::pre_tokenize(const std::string& text) const {
+std::vector<std::string> ByteLevelBpe::Impl::pre_tokenize(const std::string& text, RegexBudget& budget) const {
   std::vector<std::string> pieces{text};
   for (const SplitStep& step : splits) {
     std::vector<std::string> next;
-    for (const std::string& piece : pieces) {
-      const icu::UnicodeString u = icu::UnicodeString::fromUTF8(piece);
-      UErrorCode status = U_ZERO_ERROR;
-      std::unique_ptr<icu::RegexMatcher> m(step.pattern->matcher(u, status));
-      if (U_FAILURE(status)) throw Error(ErrorCode::kRuntime, std::string("regex matcher: ") + u_errorName(status));
-      int32_t done = 0;
-      const auto emit = [&](int32_t a, int32_t b) {
-        if (b <= a) return;
-        std::string s;
-        u.tempSubStringBetween(a, b).toUTF8String(s);
-        next.push_back(std::move(s));
-      };
-      while (m->find()) {
-        const int32_t start = m->start(status), end = m->end(status);
-        if (end == start) continue;  // an empty match splits nothing
-        emit(done, start);
-        if (!step.remove_matches) emit(start, end);
-        done = end;
-      }
-      emit(done, u.length());
-    }
+    for (const std::string& piece : pieces) split(step, piece, budget, next);
     pieces = std::move(next);
   }
   const ByteAlphabet& a = alphabet();
@@ -458,15 +586,26 @@ ByteLevelBpe ByteLevelBpe::from_json_text(const std::string& json_text, const st
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number such as 1e9267
     refuse(source, "(file)", std::string("is not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) refuse(source, "(file)", "is not a JSON object");
+  // The bound on ids (read_id), known before any table by id is sized. Without a vocabulary there
+  // is none: read_model refuses the file for that, before sizing anything, and says so.
+  const auto model = doc.find("model");
+  if (model != doc.end() && model->is_object() && model->contains("vocab") && (*model)["vocab"].is_object()) {
+    impl->id_limit = static_cast<int64_t>((*model)["vocab"].size());
+    if (doc.contains("added_tokens") && doc["added_tokens"].is_array())
+      impl->id_limit += static_cast<int64_t>(doc["added_tokens"].size());
+  } else {
+    impl->id_limit = std::numeric_limits<int64_t>::max();
+  }
   impl->read_added_tokens(doc);
   impl->read_normalizer(doc.value("normalizer", json()), "normalizer");
   if (!doc.contains("pre_tokenizer") || doc["pre_tokenizer"].is_null())
     refuse(source, "pre_tokenizer", "is missing (a byte-level BPE needs the ByteLevel pre-tokenizer)");
   impl->read_pre_tokenizer(doc["pre_tokenizer"], "pre_tokenizer");
+  impl->probe_patterns();
   impl->read_model(doc.value("model", json()));
   impl->check_decoder(doc);
   return ByteLevelBpe(std::move(impl));
@@ -478,13 +617,15 @@ std::vector<int64_t> ByteLevelBpe::encode(const std::string& text) const {
   for (Span& s : spans)
     if (!s.id) s.text = impl_->normalize(s.text);
   spans = impl_->split_added(spans, /*normalized=*/true);
+  RegexBudget budget;
+  budget.prompt_limit = kBaseSteps + static_cast<int64_t>(text.size() / 10);
   std::vector<int64_t> ids;
   for (const Span& s : spans) {
     if (s.id) {
       ids.push_back(*s.id);
       continue;
     }
-    for (const std::string& word : impl_->pre_tokenize(s.text)) {
+    for (const std::string& word : impl_->pre_tokenize(s.text, budget)) {
       const std::vector<int64_t> piece = impl_->bpe(word);
       ids.insert(ids.end(), piece.begin(), piece.end());
     }

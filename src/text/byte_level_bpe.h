@@ -12,10 +12,16 @@
 //                  Isolated | Removed) and ByteLevel;
 //   model          BPE over byte-level symbols (merges as "a b" strings or [a, b] pairs,
 //                  ignore_merges, no dropout, no unk/byte fallback, no subword prefix/suffix);
+//                  every id (model.vocab's and added_tokens') below the number of tokens the two
+//                  lists hold together, and one text per id, checked before any table by id is
+//                  sized (an id of 10^9 in a small file would otherwise cost gigabytes);
 //   decoder        ByteLevel.
 // The split pattern runs in ICU's regular expressions, which know the Unicode properties the
 // patterns use (\p{L}, \p{N}) and whose \s is Unicode White_Space as Oniguruma's (the library's
-// engine) is: U+000B, U+0085, U+3000 included (the reference cases have each).
+// engine) is: U+000B, U+0085, U+3000 included (the reference cases have each). Each search runs
+// under a budget of backtracking work that grows with the text (byte_level_bpe.cpp, RegexBudget):
+// a pattern that backtracks without end on a run of one character ("(a+)+$") is refused when the
+// file loads; on any other text it stops and that text is refused.
 // post_processor is not applied: era builds prompts with the chat template, as transformers'
 // apply_chat_template does (add_special_tokens=False).
 #include <cstdint>
@@ -37,7 +43,8 @@ class ByteLevelBpe {
   ByteLevelBpe& operator=(ByteLevelBpe&&) noexcept;
 
   // Ids of `text` (UTF-8), added and special tokens recognised in it. Throws era::Error(kPrompt)
-  // when `text` is not valid UTF-8, naming the byte offset.
+  // when `text` is not valid UTF-8, naming the byte offset, or when a split pattern exceeds its
+  // budget on it (catastrophic backtracking), naming the file, the pattern's field and the text.
   std::vector<int64_t> encode(const std::string& text) const;
 
   // Text of `ids`, special added tokens left out when `skip_special`; byte sequences that are not
