@@ -112,7 +112,7 @@ inline CLI::Option* add_video_fps_flag(CLI::App& app, double& fps, CLI::Option* 
                   "sample each video file at this many frames per second of its time (transformers' fps sampling; "
                   "Qwen2.5-VL: 4..768 frames, whole temporal patches; sets the M-RoPE time step); with a folder, the "
                   "rate its frames were taken at; excludes --frames")
-      ->check(CLI::Range(0.001, 1000.0))
+      ->check(finite_in(0.001, 1000.0))
       ->excludes(frames);
 }
 
@@ -192,6 +192,27 @@ inline Request base_request(const GenerationFlags& f) {
   apply_key_values("--era-set", f.era_set, req.reduction.era, set_era_option);
   apply_key_values("--method-set", f.method_set, req.reduction.baselines, set_baseline_option);
   return req;
+}
+
+// era::validate_request for a request made from flags, the errors a flag causes naming the flag:
+// the library's messages name Request fields (max_new_tokens, min_pixels), which a command-line
+// user never typed. With `model`, also the limits that depend on it (-n below its context).
+inline void validate_flags(const Request& req, const ModelInfo* model = nullptr) {
+  if (req.min_pixels > 0 && req.max_pixels > 0 && req.min_pixels > req.max_pixels) {
+    throw Error(ErrorCode::kInvalidArgument, "--min-pixels " + std::to_string(req.min_pixels) + " is above --max-pixels " +
+                                                 std::to_string(req.max_pixels) +
+                                                 " (the pair: the least pixels must not exceed the most)");
+  }
+  if (model && req.max_new_tokens >= model->max_context) {
+    throw Error(ErrorCode::kInvalidArgument, "-n/--max-new-tokens " + std::to_string(req.max_new_tokens) +
+                                                 " is not below the model's context of " + std::to_string(model->max_context) +
+                                                 " tokens");
+  }
+  if (model) {
+    validate_request(req, *model);
+  } else {
+    validate_request(req);
+  }
 }
 
 }  // namespace era::cli

@@ -122,7 +122,7 @@ int run(const Flags& f) {
   std::vector<era::eval::EvalConfig> configs;
   for (const auto& r : runs) {
     configs.push_back(make_config(f, r));
-    era::validate_request(configs.back().request);  // every run's, before any work
+    era::cli::validate_flags(configs.back().request);  // every run's, before any work
   }
   const bool several = runs.size() > 1;
 
@@ -172,7 +172,7 @@ int run(const Flags& f) {
     return 128 + g_signal.load();
   }
   const era::ModelInfo model = (*session)->info();
-  for (const auto& c : configs) era::validate_request(c.request, model);  // the model-dependent limits (-n)
+  for (const auto& c : configs) era::cli::validate_flags(c.request, &model);  // the model-dependent limits (-n)
   const auto open_backend = era::eval::shared_backend([session]() { return era::eval::session_backend(std::move(**session)); });
   bool items_failed = false;
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -32,6 +32,7 @@ struct Flags {
   double video_fps = 0;
   bool frames_given = false;
   std::string prompt;
+  bool prompt_given = false;  // -p on the command line, even empty
   bool stats = false, json = false, no_template = false, chat = false;
   std::string dump_preprocessed, dump_tokens, dump_prompt;
   std::string save_viz, attn_report;
@@ -177,8 +178,10 @@ int run_chat(const Flags& f) {
   }
   era::cli::ChatOptions o;
   o.base = era::cli::base_request(f.gen);
-  era::validate_request(o.base);  // a bad flag stops before the model loads
+  era::cli::validate_flags(o.base);  // a bad flag stops before the model loads
   era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
+  const era::ModelInfo model = session.info();
+  era::cli::validate_flags(o.base, &model);
   o.images = f.images;
   o.first_message = f.prompt;
   o.stats = f.stats;
@@ -187,15 +190,49 @@ int run_chat(const Flags& f) {
   return era::cli::run_chat(session, o, std::cin, std::cout);
 }
 
+// An image or video error names the file ("PATH: not a supported image"): name the flag that gave
+// it as well, as every other refusal of a flag does.
+[[noreturn]] void rethrow_naming_the_flag(const era::Error& e, const Flags& f) {
+  const std::string what = e.what();
+  const auto starts = [&](const std::string& prefix) { return what.rfind(prefix, 0) == 0; };
+  for (const auto& path : f.images)
+    if (starts(path + ": ")) throw era::Error(e.code(), "-i/--image " + what);
+  for (const auto& path : f.videos) {
+    if (starts("video " + path + ": ")) throw era::Error(e.code(), "--" + what);  // "--video PATH: ..."
+    if (starts(path + ": ")) throw era::Error(e.code(), "--video " + what);
+  }
+  throw;
+}
+
+int answer(const Flags& f, era::Session& session, era::Request& req);  // below
+
 int run(const Flags& f) {
+  // -p '' is a mistake, not a request for chat mode (that is -p left out, or --chat)
+  if (f.prompt_given && f.prompt.empty() && !f.chat) {
+    throw era::Error(era::ErrorCode::kInvalidArgument,
+                     "-p/--prompt is empty: give the question (or leave -p out for a conversation read from standard input)");
+  }
   if (f.chat || f.prompt.empty()) return run_chat(f);
-  era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
   era::Request req = era::cli::base_request(f.gen);
+  era::cli::validate_flags(req);  // a bad flag stops before the model loads
+  era::Session session = era::Session::open(f.model.model, era::cli::session_options(f.model));
+  const era::ModelInfo model = session.info();
+  era::cli::validate_flags(req, &model);
   req.prompt = f.prompt;
   req.images = f.images;
-  for (const auto& path : f.videos) req.videos.push_back(era::Video::from_path(path, f.frames_given ? f.frames : 0, f.video_fps));
   req.use_template = !f.no_template;
+  try {
+    for (const auto& path : f.videos)
+      req.videos.push_back(era::Video::from_path(path, f.frames_given ? f.frames : 0, f.video_fps));
+    return answer(f, session, req);
+  } catch (const era::Error& e) {
+    if (e.code() != era::ErrorCode::kImage) throw;
+    rethrow_naming_the_flag(e, f);
+  }
+}
 
+// The one answer -p asks for, with the files the flags ask to write.
+int answer(const Flags& f, era::Session& session, era::Request& req) {
   if (!f.attn_report.empty()) write_attention_report(f.attn_report, session.attention_report(req));
   era::PreparedInput in;
   if (!f.dump_preprocessed.empty() || !f.dump_tokens.empty() || !f.save_viz.empty()) {
@@ -252,7 +289,7 @@ int main(int argc, char** argv) {
                                 "frames sampled from each --video (default 16; a folder's frames are all used unless given)")
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
   era::cli::add_video_fps_flag(app, f.video_fps, frames);
-  app.add_option("-p,--prompt", f.prompt,
+  auto* prompt = app.add_option("-p,--prompt", f.prompt,
                  "question; <image> / <video> mark where images / videos go (default: before the question). "
                  "Without -p: chat mode");
   app.add_flag("--chat", f.chat,
@@ -274,6 +311,7 @@ int main(int argc, char** argv) {
                  "scales) and the logits at every prompt position to this folder (.npy + prompt.json)");
   return era::cli::run_tool("era_infer", app, argc, argv, [&] {
     f.frames_given = frames->count() > 0;
+    f.prompt_given = prompt->count() > 0;
     return run(f);
   });
 }

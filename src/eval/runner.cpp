@@ -55,12 +55,24 @@ std::string describe(const Question& q) {
   return "question line " + std::to_string(q.line) + " (question_id " + to_line(q.question_id) + ")";
 }
 
-// One request's error as the record's message: "<kind>: <what>", e.g. "image error: ...".
-std::string error_message(const std::exception& e) {
-  if (const auto* era_error = dynamic_cast<const Error*>(&e)) {
-    return std::string(to_string(era_error->code())) + ": " + first_line(era_error->what());
+// One request's error as the record's message: "<kind>: <what>", e.g. "image error: ...". An
+// image or video error names the file only ("DIR/x.png: not a supported image"): the question's
+// field that gave it is put in front (the record, and the progress line, name the question).
+std::string error_message(const std::exception& e, const EvalConfig& config, const Question& q) {
+  const auto* era_error = dynamic_cast<const Error*>(&e);
+  if (!era_error) return "internal error: " + first_line(e.what());
+  std::string what = first_line(era_error->what());
+  if (era_error->code() == ErrorCode::kImage) {
+    const auto starts = [&](const std::string& prefix) { return what.rfind(prefix, 0) == 0; };
+    const std::string image = (fs::path(config.image_folder) / q.image).string();
+    const std::string video = (fs::path(config.image_folder) / q.video).string();
+    if (!q.image.empty() && starts(image + ": ")) {
+      what = "field \"image\": " + what;
+    } else if (!q.video.empty() && (starts("video " + video + ": ") || starts(video + ": "))) {
+      what = "field \"video\": " + what;
+    }
   }
-  return "internal error: " + first_line(e.what());
+  return std::string(to_string(era_error->code())) + ": " + what;
 }
 
 Request make_request(const EvalConfig& config, const Question& q) {
@@ -95,7 +107,7 @@ std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, c
         requests.push_back(make_request(config, *batch[k]));
         slots.push_back(k);
       } catch (const std::exception& e) {
-        records[k] = error_record(*batch[k], error_message(e));
+        records[k] = error_record(*batch[k], error_message(e, config, *batch[k]));
       }
     }
   }
@@ -116,7 +128,7 @@ std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, c
     try {
       records[slots[j]] = answer_record(q, backend.generate(requests[j]), run, ids.next(), 1);
     } catch (const std::exception& e) {
-      records[slots[j]] = error_record(q, error_message(e));
+      records[slots[j]] = error_record(q, error_message(e, config, q));
     }
   }
   return records;

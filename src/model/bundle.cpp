@@ -1,8 +1,10 @@
 #include "model/bundle.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -95,6 +97,130 @@ class ShapeChecker {
   std::string dir_, file_;
 };
 
+std::string shown(int64_t v) { return std::to_string(v); }
+std::string shown(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+std::string shown(const std::vector<int64_t>& v) {
+  std::string text = "[";
+  for (size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + std::to_string(v[i]);
+  return text + "]";
+}
+
+// Checks the manifest against the values the exporter's modules keep as attributes:
+// torch.jit.script keeps a module's Python ints, floats and lists (tools/era_tools/llava_model.py:
+// each attention's num_heads / num_kv_heads / head_dim, the decoder's rope_theta, ...). The weight
+// shapes fix only products such as num_heads x head_dim: a manifest that keeps the product but not
+// the split would load, then fail inside TorchScript in every request. A module or attribute that
+// is not there (modules from another exporter) is not checked.
+class AttributeChecker {
+ public:
+  AttributeChecker(const torch::jit::Module& m, std::string dir, std::string file)
+      : dir_(std::move(dir)), file_(std::move(file)) {
+    for (const auto& sub : m.named_modules()) modules_.emplace(sub.name, sub.value);
+  }
+  // manifest `field` = `expected` must be the attribute `name` of the submodule `module` ("" = the
+  // module itself).
+  void expect(const std::string& module, const std::string& name, const std::string& field, int64_t expected) const {
+    const auto value = attribute(module, name);
+    if (value && value->isInt() && value->toInt() != expected) fail(module, name, field, shown(expected), shown(value->toInt()));
+  }
+  void expect(const std::string& module, const std::string& name, const std::string& field, double expected) const {
+    const auto value = attribute(module, name);
+    // both are the exporter's one Python float, written as its shortest round-trip text: equal
+    // unless they were edited apart (the tolerance only absorbs a differently printed manifest)
+    if (value && value->isDouble() && std::fabs(value->toDouble() - expected) > 1e-9 * std::fabs(expected))
+      fail(module, name, field, shown(expected), shown(value->toDouble()));
+  }
+  void expect(const std::string& module, const std::string& name, const std::string& field,
+              const std::vector<int64_t>& expected) const {
+    const auto value = attribute(module, name);
+    if (value && value->isIntList() && value->toIntVector() != expected)
+      fail(module, name, field, shown(expected), shown(value->toIntVector()));
+  }
+  // A list of booleans attribute against the indexes where it must be true (Qwen2.5-VL's
+  // full-attention blocks).
+  void expect_true_at(const std::string& module, const std::string& name, const std::string& field,
+                      const std::vector<int64_t>& expected) const {
+    const auto value = attribute(module, name);
+    if (!value || !value->isBoolList()) return;
+    std::vector<int64_t> at;
+    const auto flags = value->toBoolList();
+    for (size_t i = 0; i < flags.size(); ++i)
+      if (flags.get(i)) at.push_back(static_cast<int64_t>(i));
+    if (at != expected) fail(module, name + " (true at)", field, shown(expected), shown(at));
+  }
+
+ private:
+  std::optional<c10::IValue> attribute(const std::string& module, const std::string& name) const {
+    const auto it = modules_.find(module);
+    if (it == modules_.end() || !it->second.hasattr(name)) return std::nullopt;
+    return it->second.attr(name);
+  }
+  [[noreturn]] void fail(const std::string& module, const std::string& name, const std::string& field, const std::string& manifest,
+                         const std::string& actual) const {
+    throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": manifest.json: " + field + " = " + manifest + " but " + file_ + "'s " +
+                                        (module.empty() ? "" : module + ".") + name + " is " + actual +
+                                        " (the value the module was exported with)");
+  }
+
+  std::map<std::string, torch::jit::Module> modules_;  // submodule name -> module
+  std::string dir_, file_;
+};
+
+// The head layout and the other values baked into the modules (AttributeChecker).
+void check_module_attributes(const ModelBundle& b) {
+  const auto& m = b.manifest;
+  const auto& v = m.vision;
+  const auto& t = m.text;
+  AttributeChecker vision(b.vision, b.dir, m.vision_file);
+  if (m.image.layout == ImageLayout::kNative) {
+    vision.expect("", "num_heads", "vision.num_heads", v.num_heads);
+    for (int64_t i = 0; i < v.num_layers; ++i)
+      vision.expect("blocks." + std::to_string(i) + ".attn", "num_heads", "vision.num_heads", v.num_heads);
+    vision.expect("", "merge", "vision.spatial_merge_size", v.spatial_merge_size);
+    // the exporter's window in merged-token units: window_size // spatial_merge_size // patch_size
+    if (v.window_size > 0) {
+      vision.expect("", "window_units", "vision.window_size " + std::to_string(v.window_size) + " / spatial_merge_size / patch_size",
+                    v.window_size / v.spatial_merge_size / v.patch_size);
+    }
+    if (v.fullatt_block_indexes)
+      vision.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
+  } else {
+    for (int64_t i = 0; i < v.layers_run; ++i)
+      vision.expect("encoder.layers." + std::to_string(i) + ".self_attn", "num_heads", "vision.num_heads", v.num_heads);
+    vision.expect("encoder", "num_layers", "vision.layers_run", v.layers_run);
+    // HF hidden_states indices, made non-negative as the exporter does (num_layers + 1 + k)
+    std::vector<int64_t> indices;
+    for (const int64_t k : v.feature_layers) indices.push_back(k < 0 ? v.num_layers + 1 + k : k);
+    vision.expect("encoder", "feature_indices", "vision.feature_layers " + shown(v.feature_layers) + " as hidden_states indices",
+                  indices);
+    vision.expect("", "first_token", "vision.select_strategy \"" + v.select_strategy + "\" as the first feature token",
+                  int64_t{v.select_strategy == "full" ? 0 : 1});
+  }
+  AttributeChecker dec(b.decoder, b.dir, m.decoder_file);
+  // the heads first: the usual way a manifest goes wrong is a split of hidden_size into other heads
+  for (int64_t i = 0; i < t.num_layers; ++i) {
+    const std::string layer = "layers." + std::to_string(i);
+    dec.expect(layer + ".self_attn", "num_heads", "text.num_heads", t.num_heads);
+    dec.expect(layer + ".self_attn", "num_kv_heads", "text.num_kv_heads", t.num_kv_heads);
+    dec.expect(layer + ".self_attn", "head_dim", "text.head_dim", t.head_dim);
+    dec.expect(layer + ".self_attn", "cache_head_dim", "text.cache_head_dim", t.cache_head_dim);
+    if (t.rms_norm_eps > 0) {
+      dec.expect(layer + ".input_layernorm", "eps", "text.rms_norm_eps", t.rms_norm_eps);
+      dec.expect(layer + ".post_attention_layernorm", "eps", "text.rms_norm_eps", t.rms_norm_eps);
+    }
+  }
+  dec.expect("", "num_layers", "text.num_layers", t.num_layers);
+  dec.expect("", "head_dim", "text.head_dim", t.head_dim);
+  dec.expect("", "cache_head_dim", "text.cache_head_dim", t.cache_head_dim);
+  dec.expect("", "mrope_section", "text.mrope_section", t.mrope_section);
+  if (t.rope_theta > 0) dec.expect("", "rope_theta", "text.rope_theta", t.rope_theta);
+  if (t.rms_norm_eps > 0) dec.expect("norm", "eps", "text.rms_norm_eps", t.rms_norm_eps);
+}
+
 // A native-resolution tower (Qwen2.5-VL): Conv3d patch embedding, blocks with fused q/k/v and
 // gated MLPs, the merger's RMSNorm (its MLP is the projector).
 void check_native_tower(ShapeChecker& vision, const ModelBundle& b) {
@@ -166,6 +292,7 @@ void check_modules(const ModelBundle& b) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has more than the manifest's " +
                                         std::to_string(t.num_layers) + " layers");
   }
+  check_module_attributes(b);  // after the shapes: what they cannot tell apart
   for (const char* method : {"embed", "forward", "attend"}) {
     if (!b.decoder.find_method(method)) {
       throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has no method '" + method + "'");

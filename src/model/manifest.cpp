@@ -27,6 +27,7 @@ constexpr int64_t kMaxContext = int64_t{1} << 24;
 constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxPinpoints = 64;
 constexpr int64_t kMaxPinpointCrops = 16;      // each pinpoint side, in crops of the image size
+constexpr int64_t kMaxVideoFrames = 1024;      // era::Video::kMaxFrames
 
 // The node at "a.b.c", or nullptr when some key on the way is absent.
 const json* find_node(const json& root, const std::string& dotted) {
@@ -120,6 +121,15 @@ std::vector<int64_t> int_list(const json& v, const std::string& dotted, const st
   return out;
 }
 
+// An optional number in (0, hi]; `fallback` when absent.
+double positive_number_or(const json& root, const std::string& dotted, const std::string& where, double hi, double fallback) {
+  const json* node = find_node(root, dotted);
+  if (!node) return fallback;
+  if (!node->is_number() || !std::isfinite(node->get<double>()) || !(node->get<double>() > 0) || node->get<double>() > hi)
+    bad_value(where, dotted, *node, "must be a number above 0 and at most " + shown(json(hi)));
+  return node->get<double>();
+}
+
 void require(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kBundle, where + ": " + what);
 }
@@ -133,7 +143,11 @@ NativeResolution read_native(const json& root, const std::string& section, const
   n.merge_size = int_field(root, section + ".merge_size", path, 1, 16);
   n.temporal_patch_size = int_field(root, section + ".temporal_patch_size", path, 1, 16);
   n.min_pixels = int_field(root, section + ".min_pixels", path, 1, kMaxPixels);
-  n.max_pixels = int_field(root, section + ".max_pixels", path, n.min_pixels, kMaxPixels);
+  n.max_pixels = int_field(root, section + ".max_pixels", path, 1, kMaxPixels);
+  // the pair is at fault, not max_pixels alone
+  if (n.min_pixels > n.max_pixels)
+    bad_value(path, section + ".min_pixels", json(n.min_pixels),
+              "is above " + section + ".max_pixels " + std::to_string(n.max_pixels) + " (min_pixels must not exceed max_pixels)");
   require(n.max_pixels >= n.factor() * n.factor(), path,
           section + ".max_pixels must hold at least one " + std::to_string(n.factor()) + " x " + std::to_string(n.factor()) + " block");
   n.arithmetic = text_field_or(root, section + ".resize_arithmetic", path, n.arithmetic);
@@ -221,6 +235,8 @@ VideoSpec read_video(const json& j, const VisionSpec& vision, const std::string&
     require(fps.is_number() && fps.get<double>() > 0 && fps.get<double>() <= 1000, path,
             "video.fps must be a number above 0 and at most 1000, got " + shown(fps));
     video.fps = fps.get<double>();
+    video.min_frames = int_field_or(j, "video.min_frames", path, 1, kMaxVideoFrames, video.min_frames);
+    video.max_frames = int_field_or(j, "video.max_frames", path, video.min_frames, kMaxVideoFrames, video.max_frames);
   }
   return video;
 }
@@ -296,9 +312,10 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   v.feature_layer = int_field(j, "vision.feature_layer", path, -(v.num_layers + 1), v.num_layers);
   v.layers_run = int_field(j, "vision.layers_run", path, 1, v.num_layers);
   // Bundles exported before these fields existed are single-layer, CLS-dropping ones.
+  v.feature_layers = {v.feature_layer};
   if (const json* layers = find_node(j, "vision.feature_layers")) {
-    v.feature_layer_count = static_cast<int64_t>(
-        int_list(*layers, "vision.feature_layers", path, -(v.num_layers + 1), v.num_layers, 64).size());
+    v.feature_layers = int_list(*layers, "vision.feature_layers", path, -(v.num_layers + 1), v.num_layers, 64);
+    v.feature_layer_count = static_cast<int64_t>(v.feature_layers.size());
   }
   v.select_strategy = text_field_or(j, "vision.select_strategy", path, "default");
   require(v.select_strategy == "default" || v.select_strategy == "full", path,
@@ -307,6 +324,17 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   v.temporal_patch_size = int_field_or(j, "vision.temporal_patch_size", path, 1, 16, 1);
   v.spatial_merge_size = int_field_or(j, "vision.spatial_merge_size", path, 1, 16, 1);
   v.tokens_per_second = int_field_or(j, "vision.tokens_per_second", path, 0, 1000, 0);
+  v.window_size = int_field_or(j, "vision.window_size", path, 1, kMaxWidth, 0);
+  if (const json* full = find_node(j, "vision.fullatt_block_indexes")) {
+    // may be empty (every block windowed), unlike int_list's lists
+    if (!full->is_array() || full->size() > static_cast<size_t>(v.num_layers))
+      bad_value(path, "vision.fullatt_block_indexes", *full, "must be a list of at most vision.num_layers block indexes");
+    std::vector<int64_t> blocks;
+    for (size_t i = 0; i < full->size(); ++i)
+      blocks.push_back(
+          int_value((*full)[i], "vision.fullatt_block_indexes[" + std::to_string(i) + "]", path, 0, v.num_layers - 1));
+    v.fullatt_block_indexes = blocks;
+  }
 
   auto& t = m.text;
   t.hidden_size = int_field(j, "text.hidden_size", path, 1, kMaxWidth);
@@ -321,6 +349,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   if (t.num_heads * t.head_dim != t.hidden_size)
     bad_value(path, "text.head_dim", json(t.head_dim),
               "text.num_heads x text.head_dim must equal text.hidden_size " + std::to_string(t.hidden_size));
+  t.rope_theta = positive_number_or(j, "text.rope_theta", path, 1e12, 0);
+  t.rms_norm_eps = positive_number_or(j, "text.rms_norm_eps", path, 1, 0);
   t.cache_head_dim = int_field(j, "text.cache_head_dim", path, t.head_dim + 1, t.head_dim + kMaxLarChannels);
   if (t.cache_head_dim % 8 != 0)
     bad_value(path, "text.cache_head_dim", json(t.cache_head_dim), "must be a multiple of 8 (head_dim + the LAR channel, padded)");
@@ -345,6 +375,10 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   const int64_t merged = v.spatial_merge_size * v.spatial_merge_size;  // Qwen2.5-VL: 2x2 patches a token
   require(m.projector_in == v.hidden_size * v.feature_layer_count * merged && m.projector_out == t.hidden_size, path,
           "projector dims do not connect the vision tower (hidden_size x feature layers x merged patches) to the decoder");
+  if (const json* out = find_node(j, "vision.out_hidden_size");
+      out && int_value(*out, "vision.out_hidden_size", path, 1, kMaxIntermediate) != m.projector_out) {
+    bad_value(path, "vision.out_hidden_size", *out, "must equal projector.out_features " + std::to_string(m.projector_out));
+  }
 
   auto& k = m.tokens;
   const int64_t last_id = t.vocab_size - 1;
@@ -379,6 +413,15 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
 
   require(j.contains("image") && j["image"].is_object(), path, "missing field 'image' (an object)");
   m.image = read_image(j["image"], v.image_size, path);
+  // The projector's inner width: Qwen2.5-VL's merger keeps its input width, LLaVA's MLP goes to the
+  // decoder's (what bundle.cpp checks the module's linear_1 against).
+  const bool native = m.image.layout == ImageLayout::kNative;
+  const int64_t inner = native ? m.projector_in : m.projector_out;
+  if (const json* hidden = find_node(j, "projector.hidden_features");
+      hidden && int_value(*hidden, "projector.hidden_features", path, 1, kMaxIntermediate) != inner) {
+    bad_value(path, "projector.hidden_features", *hidden,
+              std::string("must equal projector.") + (native ? "in_features " : "out_features ") + std::to_string(inner));
+  }
   if (const json* video = find_node(j, "video")) {
     require(video->is_object(), path, "field 'video' is not an object");
     m.video = read_video(j, v, path);

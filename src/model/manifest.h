@@ -3,6 +3,7 @@
 // know about the exported modules, parsed and checked once.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct VisionSpec {
   int64_t intermediate_size = 0;  // 0: not in the manifest (older exports)
   int64_t feature_layer = -2;   // the deepest selected layer (where saliency comes from)
   int64_t feature_layer_count = 1;  // HF vision_feature_layer as a list: features concatenated
+  // vision.feature_layers as written (HF hidden_states indices, negative from the end; bundles
+  // without the field: [feature_layer]). The vision module selects them itself: read only to be
+  // checked against it at load.
+  std::vector<int64_t> feature_layers;
   int64_t layers_run = 0;
   // HF vision_feature_select_strategy: "default" drops the CLS token, "full" keeps it (one more
   // visual token per crop, which no reduction method's patch geometry covers).
@@ -37,6 +42,11 @@ struct VisionSpec {
   int64_t temporal_patch_size = 1;
   int64_t spatial_merge_size = 1;
   int64_t tokens_per_second = 0;
+  // Qwen2.5-VL's window attention (vision.window_size in pixels, 0: not in the manifest) and its
+  // full-attention blocks (vision.fullatt_block_indexes): baked into the vision module, read only to
+  // be checked against it at load.
+  int64_t window_size = 0;
+  std::optional<std::vector<int64_t>> fullatt_block_indexes;
 };
 
 struct TextSpec {
@@ -56,6 +66,10 @@ struct TextSpec {
   // Multimodal RoPE (Qwen2.5-VL, text.mrope_section): the head_dim / 2 rotary frequencies split
   // into (temporal, height, width) sections; positions are then (t, h, w) triples. Empty: 1-D RoPE.
   std::vector<int64_t> mrope_section;
+  // text.rope_theta and text.rms_norm_eps (0: not in the manifest): baked into the decoder module,
+  // read only to be checked against it at load.
+  double rope_theta = 0;
+  double rms_norm_eps = 0;
 
   // The most tokens one sequence (prompt + answer) may hold.
   int64_t context_limit() const {
@@ -139,6 +153,10 @@ struct VideoSpec {
   // patches, and the frame rate a video of given frames is taken to have (M-RoPE time steps).
   NativeResolution native;
   double fps = 2.0;
+  // video.min_frames / max_frames (native only): the bounds of a per-second sampling
+  // (Qwen2VLVideoProcessor's; bundles without the fields: transformers' 4 and 768).
+  int64_t min_frames = 4;
+  int64_t max_frames = 768;
 };
 
 // The decoder/vision module interface this build calls (BUNDLE_FORMAT.md, "decoder_api").

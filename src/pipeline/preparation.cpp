@@ -22,10 +22,6 @@ cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
   throw Error(ErrorCode::kInvalidArgument, "unknown image source");
 }
 
-// transformers' Qwen2VLVideoProcessor.min_frames / max_frames: the bounds of a per-second sampling.
-constexpr int64_t kNativeMinFrames = 4;
-constexpr int64_t kNativeMaxFrames = 768;
-
 // A request's video as decoded RGB frames: sampled from its file (by count, or per second with the
 // native families' rounding to whole temporal patches), or its frames decoded as images; with the
 // rate they were sampled at (set on the Video > measured from the file > 0, the bundle's default).
@@ -36,8 +32,9 @@ VideoFrames video_frames(const Video& video, const Manifest& manifest, bool nati
     sampling.frames = video.frame_count();
     sampling.fps = video.sampling_fps();
     sampling.multiple = native ? manifest.video.native.temporal_patch_size : 1;
-    sampling.min_frames = native ? kNativeMinFrames : 1;
-    sampling.max_frames = native ? kNativeMaxFrames : Video::kMaxFrames;
+    // the bundle's video processor bounds a per-second sampling (manifest video.min_frames / max_frames)
+    sampling.min_frames = native ? manifest.video.min_frames : 1;
+    sampling.max_frames = native ? manifest.video.max_frames : Video::kMaxFrames;
     v = sample_video_frames(video.name(), sampling, limits);
   } else {
     for (const Image& frame : video.frames()) v.frames.push_back(rgb_of(frame, limits));

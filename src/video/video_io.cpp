@@ -32,6 +32,22 @@ cv::VideoCapture open_video(const std::string& path) {
   return capture;
 }
 
+// Refuses a stream whose declared frame size is above the pixel limit, before any frame is
+// decoded: decoding one 16000x16000 MJPEG frame (a 1 MB file) costs about 2 GB and seconds before the
+// check on the decoded frame could refuse it. FFmpeg takes the size from the codec's own header
+// (the first JPEG's SOF, not only the AVI's BITMAPINFOHEADER) while it opens the stream, without
+// decoding it. A size of 0 (unknown) leaves the check to the decoded frames (decode_at).
+void check_declared_size(const cv::VideoCapture& capture, const std::string& path, const ImageLimits& limits) {
+  const double width = capture.get(cv::CAP_PROP_FRAME_WIDTH);
+  const double height = capture.get(cv::CAP_PROP_FRAME_HEIGHT);
+  if (!(width >= 1 && height >= 1)) return;  // unknown (0, negative or NaN): checked once decoded
+  if (width * height > static_cast<double>(limits.max_pixels)) {
+    const auto w = static_cast<int64_t>(width), h = static_cast<int64_t>(height);
+    fail_video(path, "declares frames of " + std::to_string(w) + "x" + std::to_string(h) + " pixels, above the limit of " +
+                         std::to_string(limits.max_pixels) + " pixels (refused before decoding)");
+  }
+}
+
 // Frames a stream really holds, by decoding through it (headers may omit or overstate the count).
 int64_t count_frames(const std::string& path) {
   cv::VideoCapture capture = open_video(path);
@@ -113,6 +129,7 @@ VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sa
   };
   VideoFrames out;
   cv::VideoCapture capture = open_video(path);
+  check_declared_size(capture, path, limits);  // before count_frames or decode_at decode anything
   const double video_fps = capture.get(cv::CAP_PROP_FPS);
   int64_t total = static_cast<int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT));
   if (!(total > 0 && decode_at(capture, path, pick(total, video_fps), limits, out.frames))) {

@@ -4,6 +4,8 @@
 //
 // Every problem with a video (missing, not a regular file, not readable as a video, no frames,
 // frames too large) is an era::Error(ErrorCode::kImage) whose message starts with "video PATH".
+// Frames above limits.max_pixels are refused from the stream's declared size before any frame is
+// decoded, and every decoded frame is checked again (a stream may declare no size, or change it).
 #include <opencv2/core.hpp>
 
 #include <cstdint>

@@ -118,7 +118,7 @@ TEST(HostileInputs, AnswerLengthBeyondTheContextIsRefused) {
   const auto infer = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() + " -i " +
                                        s.dir + "/sample.png -p hi -n 100000");
   EXPECT_EQ(infer.exit_code, 2) << infer.err;
-  EXPECT_NE(infer.err.find("max_new_tokens 100000 is not below the model's context of 2048 tokens"), std::string::npos)
+  EXPECT_NE(infer.err.find("-n/--max-new-tokens 100000 is not below the model's context of 2048 tokens"), std::string::npos)
       << infer.err;
   const auto eval = test::run_command(s.eval(s.questions(2), "-n 100000"));
   EXPECT_EQ(eval.exit_code, 2) << eval.err;
@@ -240,5 +240,150 @@ TEST(HostileInputs, SigintDuringTheLoadExitsLikeDuringTheRun) {
   EXPECT_EQ(test::read_lines(s.dir + "/answers.jsonl").size(), 3u);
 }
 
+// Every floating-point flag refuses NaN and infinities by name: CLI::Range lets NaN through (each
+// comparison with NaN is false), and era_server took --timeout-s nan, then timed out every
+// request in the queue. era_server is started with an --allow-dir that does not exist, so a
+// --timeout-s it wrongly accepted fails at once on that (not naming --timeout-s) instead of
+// serving.
+TEST(HostileInputs, FloatingPointFlagsRefuseNanAndInfinity) {
+  const std::string infer = test::era_infer_path() + " -m " + test::bundle_dir() + " -p hi ";
+  const std::string bench = test::era_bench_path() + " -m " + test::bundle_dir() + " -i x.png ";
+  const std::string server_path = (fs::path(test::era_infer_path()).parent_path() / "era_server").string();
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {infer + "--video-fps nan", "--video-fps"},
+      {infer + "--video-fps inf", "--video-fps"},
+      {bench + "--vs-machine nan", "--vs-machine"},
+      {bench + "--machine-seconds nan", "--machine-seconds"},
+      {bench + "--machine-seconds -inf", "--machine-seconds"},
+  };
+  if (fs::exists(server_path))  // built where cpp-httplib is
+    for (const char* value : {"nan", "NaN", "-nan", "inf", "0x1p99999"})
+      cases.push_back({server_path + " -m " + test::bundle_dir() + " --allow-dir /nonexistent/era --timeout-s " + value,
+                       "--timeout-s"});
+  for (const auto& [command, needle] : cases) {
+    const auto r = test::run_command(kNoHang + command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
+    EXPECT_EQ(lines_in(r.err), 1u) << command << "\n" << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << command << "\n" << r.err;
+  }
+}
+
+// Issue 51, point 8: each message names what the user typed. -p '' is refused as an empty
+// prompt (it used to fall into chat mode, which then said "give -p"); -n beyond the context names
+// -n, not the library's max_new_tokens; --min-pixels above --max-pixels names the pair (and
+// --min-pixels alone above the bundle's max_pixels says where each bound came from); an image
+// that does not decode names -i (era_infer) or the question's "image" field (era_eval records).
+TEST(HostileInputs, EmptyPromptIsRefusedAsEmpty) {
+  for (const std::string extra : {" --no-template", ""}) {
+    const auto r = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() +
+                                     " -p ''" + extra + " -n 2 < /dev/null");
+    EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.err;
+    EXPECT_EQ(lines_in(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("era_infer: error: -p/--prompt is empty"), std::string::npos) << extra << "\n" << r.err;
+  }
+}
+
+TEST(HostileInputs, AnswerLengthBeyondTheContextNamesTheFlag) {
+  Scratch s("beyond_context_flag");
+  const auto infer = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() + " -i " +
+                                       s.dir + "/sample.png -p hi -n 3000");
+  EXPECT_EQ(infer.exit_code, 2) << infer.err;
+  EXPECT_NE(infer.err.find("era_infer: error: -n/--max-new-tokens 3000 is not below the model's context of 2048 tokens"),
+            std::string::npos)
+      << infer.err;
+  const auto eval = test::run_command(s.eval(s.questions(1), "-n 3000"));
+  EXPECT_EQ(eval.exit_code, 2) << eval.err;
+  EXPECT_NE(eval.err.find("era_eval: error: -n/--max-new-tokens 3000 is not below"), std::string::npos) << eval.err;
+}
+
+TEST(HostileInputs, MinPixelsAboveMaxPixelsNamesThePair) {
+  Scratch s("min_above_max_pixels");
+  const std::string qwen = test::testdata_dir() + "/bundle-qwen2.5-vl";
+  const std::string infer = std::string(kNoHang) + test::era_infer_path() + " -i " + s.dir + "/sample.png -p hi -n 1 ";
+  const auto both = test::run_command(infer + "-m " + qwen + " --min-pixels 5000 --max-pixels 4000");
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("--min-pixels 5000 is above --max-pixels 4000"), std::string::npos) << both.err;
+  // --min-pixels alone, above the bundle's image.max_pixels (12845056)
+  const auto alone = test::run_command(infer + "-m " + qwen + " --min-pixels 20000000");
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("min_pixels 20000000 (the request's min_pixels) is above max_pixels 12845056 (the bundle's "
+                           "image.max_pixels)"),
+            std::string::npos)
+      << alone.err;
+}
+
+TEST(HostileInputs, AnImageThatDoesNotDecodeNamesTheFlagOrTheField) {
+  Scratch s("undecodable_image");
+  test::write_file(s.dir + "/bad.png", "not an image at all");
+  const auto infer = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() + " -i " +
+                                       s.dir + "/bad.png -p hi -n 1");
+  EXPECT_EQ(infer.exit_code, 2) << infer.err;
+  EXPECT_NE(infer.err.find("era_infer: error: -i/--image " + s.dir + "/bad.png: not a supported image"), std::string::npos)
+      << infer.err;
+  test::write_file(s.dir + "/bad.mp4", "not a video either");
+  const auto video = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::onevision_bundle_dir() +
+                                       " --video " + s.dir + "/bad.mp4 -p hi -n 1");
+  EXPECT_EQ(video.exit_code, 2) << video.err;
+  EXPECT_NE(video.err.find("era_infer: error: --video " + s.dir + "/bad.mp4: cannot be read as a video"), std::string::npos)
+      << video.err;
+  const auto eval = test::run_command(s.eval(s.questions(1, "bad.png"), ""));
+  EXPECT_EQ(eval.exit_code, 3) << eval.err;
+  const auto record = json::parse(test::read_file(s.dir + "/answers.jsonl"));
+  ASSERT_TRUE(record.contains("error")) << record.dump();
+  EXPECT_NE(record["error"].get<std::string>().find("image error: field \"image\": " + s.dir + "/bad.png: not a supported image"),
+            std::string::npos)
+      << record.dump();
+}
+
+// Issue 51, points 4 and 5: a bundle whose tokenizer.json has an id far beyond its vocabulary, or
+// a pre-tokenizer pattern that backtracks without end, is refused by name at load (exit 2, one
+// line); a pattern that explodes only on some prompts refuses those prompts in about a second
+// (era_infer exit 2, an era_eval error record) instead of running for hours.
+TEST(HostileInputs, AHostileTokenizerJsonIsRefusedByNameAndItsPatternCannotHang) {
+  Scratch s("tokenizer_json");
+  const auto bundle_with = [&](const std::string& name, const std::function<void(json&)>& change) {
+    const std::string bundle = s.dir + "/" + name;
+    fs::copy(test::onevision_bundle_dir(), bundle, fs::copy_options::recursive);
+    json tokenizer = json::parse(test::read_file(bundle + "/tokenizer.json"));
+    change(tokenizer);
+    test::write_file(bundle + "/tokenizer.json", tokenizer.dump());
+    return bundle;
+  };
+  const auto set_pattern = [](const std::string& pattern) {
+    return [pattern](json& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = pattern; };
+  };
+  const std::string ids = bundle_with("ids", [](json& t) { t["model"]["vocab"]["zzhostile"] = 1000000000; });
+  const std::string letters = bundle_with("letters", set_pattern("(a+)+$"));
+  const std::string pairs = bundle_with("pairs", set_pattern("((ab)+)+$"));
+  const std::string infer = std::string(kNoHang) + test::era_infer_path() + " -n 1 -m ";
+  std::string hostile_prompt;
+  for (int i = 0; i < 40; ++i) hostile_prompt += "ab";
+  hostile_prompt += "!";
+
+  auto r = test::run_command(infer + ids + " -p hi");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines_in(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(ids + "/tokenizer.json: model.vocab[\"zzhostile\"]: id 1000000000 is beyond the vocabulary"),
+            std::string::npos)
+      << r.err;
+  r = test::run_command(infer + letters + " -p hi");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const std::string regex_field = "/tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex: ";
+  EXPECT_NE(r.err.find(letters + regex_field + "the pattern backtracks without end on the probe"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::run_command(infer + pairs + " -p 'ab ab'").exit_code, 0);  // loads; ordinary prompts run
+  const auto start = std::chrono::steady_clock::now();
+  r = test::run_command(infer + pairs + " -p '" + hostile_prompt + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(pairs + regex_field + "the pattern backtracks without end on the text"), std::string::npos)
+      << r.err;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+  const std::string q = s.dir + "/q.jsonl";
+  test::write_file(q, json{{"question_id", 0}, {"image", "sample.png"}, {"text", hostile_prompt}}.dump() + "\n");
+  r = test::run_command(s.eval(q, "-n 1", pairs));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const auto record = json::parse(test::read_file(s.dir + "/answers.jsonl"));
+  EXPECT_NE(record.value("error", "").find("prompt error: " + pairs + regex_field), std::string::npos) << record.dump();
+}
 }  // namespace
 }  // namespace era

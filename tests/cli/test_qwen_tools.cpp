@@ -37,7 +37,7 @@ TEST(QwenTools, EraInferPixelRangeSetsTheTokenCount) {
   const auto r = test::run_command(test::era_infer_path() + " -m " + qwen_bundle() + " --image " + test::source_dir() +
                                    "/tests/data/sample.png -p x -n 1 --min-pixels 90000 --max-pixels 50000");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("min_pixels"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--min-pixels 90000 is above --max-pixels 50000"), std::string::npos) << r.err;  // the flags
 }
 
 TEST(QwenTools, EraInferPositionsFlag) {

@@ -155,6 +155,93 @@ TEST(BundleValidation, AnMlpWidthThatDoesNotMatchIsRefused) {
             std::string::npos);
 }
 
+// A manifest whose numbers agree with each other and with every weight shape, but not with the
+// values the modules were exported with: heads split another way (num_heads x head_dim, and
+// num_kv_heads x head_dim, keep their products), a RoPE base, a cache width, a vision window.
+// Such a bundle used to load, then fail every request inside TorchScript (exit 3).
+struct LayoutCase {
+  const char* name;
+  std::function<std::string()> bundle;
+  std::function<void(json&)> edit;
+  std::string message;
+};
+
+TEST(BundleValidation, ValuesBakedIntoTheModulesMustMatchTheManifest) {
+  const auto qwen = [] { return test::testdata_dir() + "/bundle-qwen2.5-vl"; };
+  const std::vector<LayoutCase> cases = {
+      // LLaVA-1.5 (LLaMA, 4 heads of 32): 8 heads of 16
+      {"llava_heads", test::bundle_dir,
+       [](json& m) {
+         m["text"]["num_heads"] = 8;
+         m["text"]["num_kv_heads"] = 8;
+         m["text"]["head_dim"] = 16;
+       },
+       "manifest.json: text.num_heads = 8 but decoder.pt's layers.0.self_attn.num_heads is 4"},
+      // OneVision (Qwen2, GQA: 4 query heads of 32, 2 KV heads): 8 and 4 heads of 16
+      {"onevision_heads", test::onevision_bundle_dir,
+       [](json& m) {
+         m["text"]["num_heads"] = 8;
+         m["text"]["num_kv_heads"] = 4;
+         m["text"]["head_dim"] = 16;
+       },
+       "manifest.json: text.num_heads = 8 but decoder.pt's layers.0.self_attn.num_heads is 4"},
+      // the KV cache's head width (head_dim + the LAR channel, padded): era allocates the cache with it
+      {"cache_head_dim", test::bundle_dir, [](json& m) { m["text"]["cache_head_dim"] = 48; },
+       "manifest.json: text.cache_head_dim = 48 but decoder.pt's layers.0.self_attn.cache_head_dim is 40"},
+      // Qwen2.5-VL (4 heads of 16, 2 KV heads, M-RoPE [2, 3, 3]): 8 and 4 heads of 8, M-RoPE [1, 1, 2]
+      {"qwen_heads", qwen,
+       [](json& m) {
+         m["text"]["num_heads"] = 8;
+         m["text"]["num_kv_heads"] = 4;
+         m["text"]["head_dim"] = 8;
+         m["text"]["cache_head_dim"] = 16;
+         m["text"]["mrope_section"] = {1, 1, 2};
+       },
+       "manifest.json: text.num_heads = 8 but decoder.pt's layers.0.self_attn.num_heads is 4"},
+      {"qwen_mrope", qwen, [](json& m) { m["text"]["mrope_section"] = {2, 2, 4}; },
+       "manifest.json: text.mrope_section = [2, 2, 4] but decoder.pt's mrope_section is [2, 3, 3]"},
+      {"rope_theta", test::bundle_dir, [](json& m) { m["text"]["rope_theta"] = 500000.0; },
+       "manifest.json: text.rope_theta = 500000 but decoder.pt's rope_theta is 10000"},
+      {"rms_norm_eps", test::onevision_bundle_dir, [](json& m) { m["text"]["rms_norm_eps"] = 1e-5; },
+       "manifest.json: text.rms_norm_eps = 1e-05 but decoder.pt's layers.0.input_layernorm.eps is 1e-06"},
+      // vision towers: CLIP (4 heads of 16 -> 8 of 8), SigLIP, Qwen2.5-VL's
+      {"clip_heads", test::bundle_dir, [](json& m) { m["vision"]["num_heads"] = 8; },
+       "manifest.json: vision.num_heads = 8 but vision.pt's encoder.layers.0.self_attn.num_heads is 4"},
+      {"siglip_heads", test::onevision_bundle_dir, [](json& m) { m["vision"]["num_heads"] = 2; },
+       "manifest.json: vision.num_heads = 2 but vision.pt's encoder.layers.0.self_attn.num_heads is 4"},
+      {"qwen_vision_heads", qwen, [](json& m) { m["vision"]["num_heads"] = 4; },
+       "manifest.json: vision.num_heads = 4 but vision.pt's num_heads is 2"},
+      {"qwen_window", qwen, [](json& m) { m["vision"]["window_size"] = 224; },
+       "manifest.json: vision.window_size 224 / spatial_merge_size / patch_size = 8 but vision.pt's window_units is 4"},
+      {"qwen_full_attention", qwen, [](json& m) { m["vision"]["fullatt_block_indexes"] = {0, 2}; },
+       "manifest.json: vision.fullatt_block_indexes = [0, 2] but vision.pt's full_attention (true at) is [1, 3]"},
+      {"feature_layers", test::bundle_dir,
+       [](json& m) {
+         m["vision"]["feature_layers"] = {-3};
+         m["vision"]["feature_layer"] = -3;
+       },
+       "vision.feature_layers [-3] as hidden_states indices = [2] but vision.pt's encoder.feature_indices is [3]"},
+      {"select_strategy", test::bundle_dir, [](json& m) { m["vision"]["select_strategy"] = "full"; },
+       "vision.select_strategy \"full\" as the first feature token = 0 but vision.pt's first_token is 1"},
+  };
+  for (const LayoutCase& c : cases) {
+    BundleCopy b(std::string("layout_") + c.name, c.bundle());
+    c.edit(b.manifest);
+    b.save();
+    const std::string message = refusal(b.dir);
+    EXPECT_NE(message.find(c.message), std::string::npos) << c.name << ": " << message;
+    EXPECT_NE(message.find(b.dir), std::string::npos) << c.name << ": " << message;
+  }
+}
+
+// Every fixture bundle, as exported, passes those checks.
+TEST(BundleValidation, EveryFixtureBundleLoads) {
+  for (const std::string name : {"bundle-llava-1.5", "bundle-llava-next", "bundle-llava-onevision", "bundle-qwen2.5-vl",
+                                 "bundle-int8", "bundle-int8-dynamic", "bundle-other"}) {
+    EXPECT_NO_THROW(Session::open(test::testdata_dir() + "/" + name)) << name;
+  }
+}
+
 // A tokenizer.model that is a FIFO: SentencePiece would wait for a writer forever.
 TEST(BundleValidation, AFifoTokenizerIsRefusedWithoutBlocking) {
   BundleCopy b("fifo_tokenizer");

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
+
 #include "era/error.h"
 #include "model/manifest.h"
 #include "test_support.h"
@@ -44,7 +46,7 @@ TEST(ManifestNative, BrokenFieldsAreNamed) {
   expect_refused(j, "text.mrope_section");
   j = qwen_manifest();
   j["image"]["min_pixels"] = j["image"]["max_pixels"].get<int64_t>() + 1;
-  expect_refused(j, "image.max_pixels");
+  expect_refused(j, "image.min_pixels = " + std::to_string(j["image"]["min_pixels"].get<int64_t>()) + ": is above image.max_pixels");
   j = qwen_manifest();
   j["image"]["resize_arithmetic"] = "cubic";
   expect_refused(j, "image.resize_arithmetic");
@@ -57,6 +59,57 @@ TEST(ManifestNative, BrokenFieldsAreNamed) {
   j = qwen_manifest();
   j["image"]["aspect_ratio"] = "stretch";
   expect_refused(j, "image.aspect_ratio");
+}
+
+// min_pixels above max_pixels: the pair is named, min_pixels first (the refusal used to read
+// "image.max_pixels = 1003520: must be an integer from 1003521 to ...", blaming max_pixels alone).
+TEST(ManifestNative, MinPixelsAboveMaxPixelsNamesThePair) {
+  for (const std::string section : {"image", "video"}) {
+    json j = qwen_manifest();
+    j[section]["min_pixels"] = 5000;
+    j[section]["max_pixels"] = 4000;
+    try {
+      parse_manifest(j.dump(), "manifest.json");
+      ADD_FAILURE() << section << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(section + ".min_pixels = 5000: is above " + section + ".max_pixels 4000"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// Fields era used to skip: the video processor's frame bounds are read (and used by per-second
+// sampling); the vision window, full-attention blocks, projector inner width, out_hidden_size,
+// RoPE base and RMSNorm epsilon are read to be checked (against each other here, against the
+// modules at load: tests/model/test_bundle_validation.cpp).
+TEST(ManifestNative, FieldsBakedIntoTheModulesAreReadAndChecked) {
+  json j = qwen_manifest();
+  j["video"]["min_frames"] = 6;
+  j["video"]["max_frames"] = 100;
+  const Manifest m = parse_manifest(j.dump(), "manifest.json");
+  EXPECT_EQ(m.video.min_frames, 6);
+  EXPECT_EQ(m.video.max_frames, 100);
+  EXPECT_EQ(m.vision.window_size, 112);
+  ASSERT_TRUE(m.vision.fullatt_block_indexes.has_value());
+  EXPECT_EQ(*m.vision.fullatt_block_indexes, (std::vector<int64_t>{1, 3}));
+  EXPECT_DOUBLE_EQ(m.text.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(m.text.rms_norm_eps, 1e-6);
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& k) { k["video"]["max_frames"] = 2; }, "video.max_frames = 2: must be an integer from 4 to 1024"},
+      {[](json& k) { k["vision"]["fullatt_block_indexes"] = {1, 4}; }, "vision.fullatt_block_indexes[1] = 4"},
+      {[](json& k) { k["vision"]["window_size"] = -112; }, "vision.window_size = -112"},
+      {[](json& k) { k["projector"]["hidden_features"] = 64; },
+       "projector.hidden_features = 64: must equal projector.in_features 128"},
+      {[](json& k) { k["vision"]["out_hidden_size"] = 32; }, "vision.out_hidden_size = 32: must equal projector.out_features 64"},
+      {[](json& k) { k["text"]["rope_theta"] = 0; }, "text.rope_theta = 0: must be a number above 0"},
+      {[](json& k) { k["text"]["rms_norm_eps"] = "1e-6"; }, "text.rms_norm_eps = \"1e-6\""},
+  };
+  for (const auto& [edit, needle] : cases) {
+    json k = qwen_manifest();
+    edit(k);
+    expect_refused(k, needle);
+  }
 }
 
 }  // namespace

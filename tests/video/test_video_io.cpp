@@ -5,6 +5,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/videoio.hpp>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <filesystem>
 #include <numeric>
 
@@ -193,6 +196,110 @@ TEST(VideoIo, FolderOfFramesIsReadInNameOrderAndSampled) {
   EXPECT_THROW(Video::from_file("a.mp4", 0), Error);
   EXPECT_THROW(Video::from_file("a.mp4", Video::kMaxFrames + 1), Error);
   EXPECT_THROW(Video::from_frames({}), Error);
+}
+
+// A baseline greyscale JPEG of w x h flat grey pixels, by hand: one Huffman code per table
+// (DC difference 0, end of block), so each 8x8 block is 2 bits and a 16000 x 16000 image is 1 MB,
+// as the hostile files are (encoding it with OpenCV would need 768 MB).
+std::string flat_jpeg(int w, int h) {
+  const auto be16 = [](std::string& s, int v) { s += static_cast<char>((v >> 8) & 255), s += static_cast<char>(v & 255); };
+  std::string j = "\xFF\xD8\xFF\xDB";
+  be16(j, 67);
+  j += std::string(1, '\0') + std::string(64, '\1');  // quantisation table 0: all ones
+  j += "\xFF\xC0";
+  be16(j, 11);
+  j += '\x08';
+  be16(j, h);
+  be16(j, w);
+  j += std::string("\x01\x01\x11\x00", 4);  // one component, 1x1 sampling, table 0
+  for (const char table : {'\x00', '\x10'}) {  // DC 0 and AC 0: one symbol (0), code "0"
+    j += "\xFF\xC4";
+    be16(j, 20);
+    j += table;
+    j += '\x01';
+    j += std::string(16, '\0');
+  }
+  j += "\xFF\xDA";
+  be16(j, 8);
+  j += std::string("\x01\x01\x00\x00\x3F\x00", 6);
+  const uint64_t blocks = static_cast<uint64_t>((w + 7) / 8) * static_cast<uint64_t>((h + 7) / 8);
+  j += std::string((blocks * 2 + 7) / 8, '\0');
+  return j + "\xFF\xD9";
+}
+
+// A one-frame MJPEG AVI written by hand: the container declares width x height (avih, strh and
+// strf), whatever the JPEG frame holds.
+std::string one_frame_avi(int width, int height, const std::string& frame) {
+  const auto u16 = [](std::string& s, uint32_t v) { s += static_cast<char>(v & 255), s += static_cast<char>((v >> 8) & 255); };
+  const auto u32 = [&](std::string& s, uint32_t v) { u16(s, v & 0xFFFF), u16(s, v >> 16); };
+  const auto chunk = [&](const std::string& id, const std::string& data) {
+    std::string c = id;
+    u32(c, static_cast<uint32_t>(data.size()));
+    return c + data + (data.size() % 2 ? std::string(1, '\0') : "");
+  };
+  const auto size = static_cast<uint32_t>(frame.size());
+  const auto w = static_cast<uint32_t>(width), h = static_cast<uint32_t>(height);
+  std::string avih;
+  for (const uint32_t v : {100000u, 0u, 0u, 0x10u, 1u, 0u, 1u, size, w, h, 0u, 0u, 0u, 0u}) u32(avih, v);
+  std::string strh = "vidsMJPG";
+  for (const uint32_t v : {0u, 0u, 0u, 1u, 10u, 0u, 1u, size, 0xFFFFFFFFu, 0u}) u32(strh, v);  // 10 fps, 1 frame
+  for (const uint32_t v : {0u, 0u, w, h}) u16(strh, v);
+  std::string strf;
+  for (const uint32_t v : {40u, w, h}) u32(strf, v);
+  u16(strf, 1);
+  u16(strf, 24);
+  strf += "MJPG";
+  for (const uint32_t v : {w * h * 3, 0u, 0u, 0u, 0u}) u32(strf, v);
+  std::string idx1 = "00dc";
+  for (const uint32_t v : {0x10u, 4u, size}) u32(idx1, v);
+  const std::string strl = chunk("LIST", "strl" + chunk("strh", strh) + chunk("strf", strf));
+  const std::string hdrl = chunk("LIST", "hdrl" + chunk("avih", avih) + strl);
+  return chunk("RIFF", "AVI " + hdrl + chunk("LIST", "movi" + chunk("00dc", frame)) + chunk("idx1", idx1));
+}
+
+int64_t peak_rss_mib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;  // KiB on Linux
+}
+
+// The hand-made files are what they claim: a small one decodes to its flat grey.
+TEST(VideoIo, AHandMadeMjpegAviDecodes) {
+  const std::string path = test::scratch_dir("video_io_hand_made") + "/small.avi";
+  test::write_file(path, one_frame_avi(64, 48, flat_jpeg(64, 48)));
+  const auto frames = read_video_frames(path, 2);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].cols, 64);
+  EXPECT_EQ(frames[0].rows, 48);
+  EXPECT_NEAR(cv::mean(frames[0])[0], 128.0, 2.0);  // DC 0: the level-shifted middle grey
+}
+
+// One 16000 x 16000 MJPEG frame (a 1 MB file): refused from the stream's declared size, before
+// the decoder allocates the frame (decoding it first cost 1.8 GB and 1.5 s here, 2 GB and 23 s for
+// a colour one), with the file, the size and the limit in the message.
+TEST(VideoIo, FramesDeclaredAboveThePixelLimitAreRefusedBeforeDecoding) {
+  const std::string dir = test::scratch_dir("video_io_huge");
+  const std::string frame = flat_jpeg(16000, 16000);
+  // the container declares the huge size; then one that declares 64 x 48 around the same frame
+  // (FFmpeg reads the size from the JPEG's own header as it opens the stream)
+  for (const auto& [name, declared] : {std::pair{"huge.avi", 16000}, std::pair{"small_header.avi", 64}}) {
+    const std::string path = dir + "/" + name;
+    test::write_file(path, one_frame_avi(declared, declared == 64 ? 48 : declared, frame));
+    const int64_t rss_before = peak_rss_mib();
+    const auto started = std::chrono::steady_clock::now();
+    expect_video_error([&] { read_video_frames(path, 4); }, path + ": declares frames of 16000x16000 pixels, above the limit "
+                                                                   "of 67108864 pixels (refused before decoding)");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_LT(seconds, 1.0) << name << ": the refusal took " << seconds << " s";
+    EXPECT_LT(peak_rss_mib() - rss_before, 256) << name << ": the refusal raised the peak memory by "
+                                                << peak_rss_mib() - rss_before << " MiB";
+  }
+  // under a smaller limit, a modest declared size is refused the same way
+  const std::string path = dir + "/modest.avi";
+  test::write_file(path, one_frame_avi(640, 480, flat_jpeg(640, 480)));
+  ImageLimits limits;
+  limits.max_pixels = 100000;
+  expect_video_error([&] { read_video_frames(path, 1, limits); }, "declares frames of 640x480 pixels, above the limit of 100000");
 }
 
 }  // namespace

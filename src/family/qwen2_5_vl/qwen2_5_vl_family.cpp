@@ -111,18 +111,36 @@ int64_t Qwen25VlFamily::max_video_tokens(int64_t frames) const {
   return temporal * std::max<int64_t>(1, n.min_pixels / (n.factor() * n.factor()));
 }
 
-NativeItem Qwen25VlFamily::native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const {
-  NativeResolution spec = manifest_.image.native;
+namespace {
+
+// The bundle's pixel range with the request's overrides. One override can cross the bundle's other
+// bound (min_pixels alone above its max_pixels): refused naming both and where each came from, as
+// smart_resize would silently honour max_pixels alone.
+NativeResolution qwen_pixel_range(NativeResolution spec, const PixelRange& range, const std::string& section) {
   if (range.min_pixels > 0) spec.min_pixels = range.min_pixels;
   if (range.max_pixels > 0) spec.max_pixels = range.max_pixels;
+  if (spec.min_pixels > spec.max_pixels) {
+    const auto source = [&](int64_t given, const char* field) {
+      return given > 0 ? std::string("the request's ") + field : "the bundle's " + section + "." + field;
+    };
+    throw Error(ErrorCode::kInvalidArgument, "min_pixels " + std::to_string(spec.min_pixels) + " (" +
+                                                 source(range.min_pixels, "min_pixels") + ") is above max_pixels " +
+                                                 std::to_string(spec.max_pixels) + " (" +
+                                                 source(range.max_pixels, "max_pixels") + ")");
+  }
+  return spec;
+}
+
+}  // namespace
+
+NativeItem Qwen25VlFamily::native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const {
+  const NativeResolution spec = qwen_pixel_range(manifest_.image.native, range, "image");
   return native_patches({rgb}, spec, manifest_.image.filter, manifest_.image.mean, manifest_.image.std, what);
 }
 
 NativeItem Qwen25VlFamily::native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const {
   if (!takes_video()) throw no_video();
-  NativeResolution spec = manifest_.video.native;
-  if (range.min_pixels > 0) spec.min_pixels = range.min_pixels;
-  if (range.max_pixels > 0) spec.max_pixels = range.max_pixels;
+  const NativeResolution spec = qwen_pixel_range(manifest_.video.native, range, "video");
   return native_patches(frames, spec, manifest_.video.filter, manifest_.video.mean, manifest_.video.std, what);
 }
 
