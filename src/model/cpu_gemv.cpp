@@ -1,6 +1,7 @@
 #include "model/cpu_gemv.h"
 
 #include <ATen/Parallel.h>
+#include <cpuid.h>
 #include <immintrin.h>
 #include <torch/library.h>
 
@@ -371,7 +372,11 @@ torch::Tensor gemv_operator(const torch::Tensor& x, const torch::Tensor& weight,
 bool gemv_kernel_available() {
   static const bool available = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29) rather than __builtin_cpu_supports("f16c"), which
+    // clang 14 (Debian 12's, used by tools/sanitize.sh and tools/fuzz.sh) rejects at compile time.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   }();
   return available;
 }
