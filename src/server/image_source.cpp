@@ -13,6 +13,7 @@
 
 #include "era/error.h"
 #include "server/api_error.h"
+#include "util/input_file.h"
 
 namespace era::server {
 namespace fs = std::filesystem;
@@ -47,14 +48,6 @@ struct OwnedFd {
     if (fd >= 0) ::close(fd);
   }
 };
-
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 // Base64 through OpenSSL's decoder (EVP_Decode*, which also handles the padding and rejects
 // characters outside the alphabet).
@@ -146,7 +139,7 @@ std::string ImageSourcePolicy::read(const Located& where, const std::string& pat
     return ApiError(400, what + "cannot open: " + std::strerror(err), field);
   };
   const auto check = [&](const struct stat& st) {
-    if (!S_ISREG(st.st_mode)) throw ApiError(400, what + "is " + kind_of(st.st_mode) + ", not a file", field);
+    if (!S_ISREG(st.st_mode)) throw ApiError(400, what + "is " + file_kind(st.st_mode) + ", not a file", field);
     if (static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes)
       throw ApiError(400, what + "is " + std::to_string(st.st_size) + " bytes, more than the " +
                               std::to_string(kMaxImageFileBytes) + " allowed", field);

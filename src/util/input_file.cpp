@@ -8,9 +8,8 @@
 #include <cstring>
 
 namespace era {
-namespace {
 
-std::string kind_of(mode_t mode) {
+std::string file_kind(unsigned mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
@@ -18,12 +17,14 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
+namespace {
+
 [[noreturn]] void fail(ErrorCode code, const std::string& what, const std::string& path, const std::string& why) {
   throw Error(code, what + " " + path + ": " + why);
 }
 
 uint64_t check_stat(const struct stat& st, const std::string& path, const std::string& what, uint64_t max_bytes, ErrorCode code) {
-  if (!S_ISREG(st.st_mode)) fail(code, what, path, "is " + kind_of(st.st_mode) + ", not a file");
+  if (!S_ISREG(st.st_mode)) fail(code, what, path, "is " + file_kind(st.st_mode) + ", not a file");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) {
     fail(code, what, path, "is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " allowed");

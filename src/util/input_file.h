@@ -11,6 +11,10 @@
 
 namespace era {
 
+// What a file of this st_mode is, for messages: "a directory", "a FIFO (named pipe)", "a device",
+// "a socket", or "not a regular file".
+std::string file_kind(unsigned mode);
+
 // Throws Error(code, "<what> <path>: <why>") unless `path` is a regular file (symbolic links
 // followed) of at most `max_bytes`; returns its size. `what` names the item for the message,
 // e.g. "question file" or "bundle /b: files.tokenizer".
