@@ -52,7 +52,7 @@ string(APPEND ERA_PC_TORCH_LIBS " -Wl,--as-needed -lc10")
 if(ERA_TORCH_CUDA)  # util/device.cpp reads the CUDA caching allocator's counters
   string(APPEND ERA_PC_TORCH_LIBS " -lc10_cuda")
 endif()
-# era's own CUDA kernels (src/model/*.cu) call the CUDA runtime directly: the shared one this build
+# era's own CUDA kernels (src/kernels/*.cu) call the CUDA runtime directly: the shared one this build
 # linked (the toolkit's, found by LibTorch's CMake; the same soname LibTorch loads).
 if(ERA_CUDA_SOURCES)
   if(TARGET CUDA::cudart)

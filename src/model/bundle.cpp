@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "era/error.h"
-#include "model/cpu_gemv.h"
+#include "kernels/cpu_gemv.h"
 #include "model/export_compat.h"
-#include "model/huge_pages.h"
+#include "kernels/huge_pages.h"
 #include "model/int8_weights.h"
 #include "util/input_file.h"
 #include "util/error_text.h"

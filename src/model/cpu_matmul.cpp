@@ -9,10 +9,10 @@
 
 #include "era/error.h"
 #include "model/bundle.h"
-#include "model/cpu_gemv.h"
-#include "model/cpu_widened_attention.h"
-#include "model/int8_linear.h"
-#include "model/onednn_linear.h"
+#include "kernels/cpu_gemv.h"
+#include "kernels/cpu_widened_attention.h"
+#include "kernels/int8_linear.h"
+#include "kernels/onednn_linear.h"
 #include "util/compat.h"
 
 namespace era {

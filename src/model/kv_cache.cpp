@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "era/error.h"
-#include "model/huge_pages.h"
+#include "kernels/huge_pages.h"
 
 namespace era {
 

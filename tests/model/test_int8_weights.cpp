@@ -19,7 +19,7 @@
 #include "era/debug.h"
 #include "era/era.h"
 #include "model/bundle.h"
-#include "model/cpu_gemv.h"
+#include "kernels/cpu_gemv.h"
 #include "model/cpu_matmul.h"
 #include "util/compat.h"
 #include "model/int8_weights.h"

@@ -49,7 +49,7 @@ class LinearTest(unittest.TestCase):
         for bias in (True, False):
             m = scripted_linear(bias)
             # the call the C++ runtime serves with its kept-buffer widening
-            # (src/model/cpu_widened_linear.h); Python defines it with the formula (era_ops.py)
+            # (src/kernels/cpu_widened_linear.h); Python defines it with the formula (era_ops.py)
             self.assertIn("ops.era.widened_linear(", m.code)
             m.cpu_upcast_min_rows = ROWS
             x = torch.randn(2, 5, 64, dtype=BF16)  # 10 rows >= 8
@@ -94,7 +94,7 @@ class LinearTest(unittest.TestCase):
 
     def test_a_weight_packed_for_onednn_goes_through_era_onednn_linear(self):
         # onednn_packed (False as exported) is what era's runtime sets where it replaced the
-        # weight by oneDNN's packed copy (src/model/onednn_linear.h); every call then runs
+        # weight by oneDNN's packed copy (src/kernels/onednn_linear.h); every call then runs
         # era::onednn_linear, which Python defines with torch.ops.mkldnn._linear_pointwise
         m = scripted_linear(True)
         self.assertFalse(m.onednn_packed)
@@ -223,7 +223,7 @@ class AttentionCoreTest(unittest.TestCase):
 
     def test_math_cores_widen_through_era_widened_attention(self):
         """The math cores hand widened calls to era::widened_attention (the C++ runtime's per-head
-        kernel, src/model/cpu_widened_attention.h; Python defines it with the formula in
+        kernel, src/kernels/cpu_widened_attention.h; Python defines it with the formula in
         era_ops.py): HF's eager bf16 numerics with float32 products, the causal rule with the
         chunk's offset, and the tower's unmasked form."""
         core = torch.jit.script(lm.MathAttention(0.125))

@@ -25,8 +25,8 @@
 
 #include "era/error.h"
 #include "fuzz_targets.h"
-#include "server/api_error.h"
-#include "server/openai_request.h"
+#include "apps/server/api_error.h"
+#include "apps/server/openai_request.h"
 
 namespace {
 

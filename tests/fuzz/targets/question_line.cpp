@@ -1,6 +1,6 @@
 #include <string>
 
-#include "eval/question_file.h"
+#include "apps/eval/question_file.h"
 #include "fuzz_targets.h"
 #include "targets/swallow.h"
 
