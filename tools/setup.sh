@@ -54,7 +54,7 @@ PACKAGES=(build-essential cmake pkg-config
 # (several times faster matmuls, for the C++ side and the exporter alike). OpenBLAS's OpenMP build
 # rather than its pthread one: it runs on LibTorch's own OpenMP threads, so LibTorch keeps every
 # core for the work around the products (bf16 weights widened to float32, norms, softmax) instead
-# of one beside OpenBLAS's own pool (README "The Debian route on this VM": the vision tower 18 %
+# of one beside OpenBLAS's own pool (docs/perf/intel-xeon-avx512.md: the vision tower 18 %
 # and prefill 10 % faster on average on a 2-core Xeon).
 DEBIAN_ROUTE=(libtorch-dev python3-torch python3-numpy python3-pil python3-sentencepiece
               libopenblas0-openmp)

@@ -10,7 +10,7 @@
 //   era::Result result = session.generate(request);
 //   std::cout << result.text << "\n";
 //
-// A Session loads a model bundle once (see models/BUNDLE_FORMAT.md) and answers any number of
+// A Session loads a model bundle once (see docs/bundle-format.md) and answers any number of
 // requests.
 //
 // Errors. Every failure is reported as era::Error (era/error.h) carrying an ErrorCode and a

@@ -66,7 +66,7 @@ void validate_era_options(const EraOptions& options);
 std::string era_options_json(const EraOptions& options, int indent = -1);
 
 // ---- the competing methods ---------------------------------------------------------------------
-// Defaults follow each method's official code (README "Competing methods").
+// Defaults follow each method's official code (docs/methods.md).
 struct BaselineOptions {
   // random
   uint64_t random_seed = 0;  // the same seed keeps the same tokens

@@ -3,7 +3,7 @@
 // the frames themselves as images (files, encoded bytes or pixels, era/image.h). Either way each
 // frame goes through the model's video preprocessing (LLaVA-OneVision: resized to the tower's
 // square, normalised with the video processor's statistics), then the vision tower; the family
-// pools and packs the frames (README, "Video").
+// pools and packs the frames (docs/models.md, "Video").
 //
 // Frame sampling from a file: `frames` indices spread uniformly over the whole video, exactly as
 // lmms-eval samples LLaVA-OneVision inputs (numpy.linspace(0, n - 1, frames) cast to int; a video

@@ -14,7 +14,7 @@
 //   - video (families that take it): frame preprocessing, pooling and packing of a video's frames;
 //   - the decoder's position ids for the spliced sequence.
 // Adding a family: a folder with a class implementing ModelFamily, and one line in
-// family/registry.cpp mapping its manifest `arch` to it (README "Adding a model family").
+// family/registry.cpp mapping its manifest `arch` to it (docs/architecture.md, "Adding a model family").
 #include <opencv2/core.hpp>
 #include <torch/script.h>
 

@@ -75,7 +75,7 @@ ERA_GEMV_TARGET inline float sum8(__m256 v) {
 // one being read: at most kL1PrefetchBytes, half the smallest L1d of current x86 cores (32 KB).
 // A larger one (a 16-bit block of 4 x 4096 weights is 32 KB) prefetched into L1 evicts lines of
 // the current block before they are read, so it goes to L2 (T1), from where the core's own L1
-// prefetcher takes it. Measured on the README's Xeon without AMX (48 KB L1d), a 7B-width decode
+// prefetcher takes it. Measured on docs/perf/'s Xeon without AMX (48 KB L1d), a 7B-width decode
 // step's 57 products, hints alternating in one process: bf16 T0 181 ms, T1 164-170 ms; int8
 // (4 x 4096 bytes: 16 KB) 89.5 / 90.7 ms, the same either way.
 enum class Prefetch { kNone, kL1, kL2 };
@@ -83,11 +83,11 @@ constexpr int64_t kL1PrefetchBytes = 16 * 1024;
 
 // Four weight rows against one activation row: eight FMA chains, two per row (16 weights per row
 // per step), so that a core is not held to one FMA's latency per row and step; int8 weights cost
-// more instructions per byte than bf16 ones (measured on the README's AMX VM, one thread, three
+// more instructions per byte than bf16 ones (measured on docs/perf/'s AMX VM, one thread, three
 // alternating runs: int8 9.0-13.6 GB/s with one chain per row, 13.7-14.6 with two; bf16 within
 // the noise, 13-17 either way). P: also ask for the next block's rows (the 4 * K elements that
 // follow), one block ahead of the hardware prefetcher, which on its own keeps too few lines in
-// flight for four interleaved streams (measured on the README's EPYC: 19 -> 23 GB/s with two
+// flight for four interleaved streams (measured on docs/perf/'s EPYC: 19 -> 23 GB/s with two
 // threads); see Prefetch for where to.
 template <Format F, Prefetch P>
 ERA_GEMV_TARGET inline void block_row(const float* xm, const Elem<F>* w0, int64_t K, float* out) {
@@ -142,7 +142,7 @@ ERA_GEMV_TARGET inline void block_row(const float* xm, const Elem<F>* w0, int64_
 // block_row for bf16 weights on AVX-512: 16 weights a register, 32 a row and step, so one
 // prefetch per row and step covers exactly the 64-byte line it asks for. Half the instructions
 // of the AVX2 loop per byte: on a 2-core Zen 5 VM the AVX2 kernel streamed a 7B-width decode
-// step's weights at about 70 % of llama.cpp's AVX512-BF16 rate (README, "AMD EPYC Zen 5").
+// step's weights at about 70 % of llama.cpp's AVX512-BF16 rate (docs/perf/amd-epyc-zen5.md).
 ERA_GEMV512_TARGET inline __m512 load16(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   // the zero-masked forms with every lane kept: GCC 12's unmasked ones pass an undefined register
@@ -193,7 +193,7 @@ ERA_GEMV512_TARGET inline void block_row_bf16_avx512(const float* xm, const uint
 // R weight rows against one bf16 activation row with AVX512-BF16's dot product (vdpbf16ps: 32
 // bf16 pairs multiplied exactly and summed into 16 float32 lanes), no widening at all: a bf16
 // model's activations are bf16 already, so the products are those of the widening loops, summed
-// in another order. Measured on the 2-vCPU Zen 5 VM (README, "AMD EPYC Zen 5"), a 7B-width decode
+// in another order. Measured on the 2-vCPU Zen 5 VM (docs/perf/amd-epyc-zen5.md), a 7B-width decode
 // step's 57 products (3.5 GB), 2 threads, alternating in one process: this loop 48-52 GB/s, the
 // AVX-512 widening loop 36-37 GB/s with its prefetches and 42-43 without. It asks for no
 // prefetches: there they cost 12 % (43 vs 48-52 GB/s); the hardware prefetcher keeps up with

@@ -4,7 +4,7 @@
 //
 // A decode step is memory-bound: it reads every weight once per token, so its speed is the rate
 // at which the weights stream from memory. LibTorch's reduced-precision GEMV on AVX2 machines
-// reaches about 60 % of the machine's read bandwidth (README, "CPU speed"); this kernel widens
+// reaches about 60 % of the machine's read bandwidth (docs/perf/README.md); this kernel widens
 // each 8-element bf16 / fp16 chunk to float32 in registers and multiplies it against the
 // float32 activations with FMA, one pass over the weight rows split between the intra-op threads.
 //

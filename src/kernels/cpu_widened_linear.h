@@ -9,7 +9,7 @@
 // did in TorchScript before) has glibc hand out freshly mapped pages often enough that the kernel's
 // page clearing and faults cost as much as the conversion itself; a Python probe of a 4096 x 4096
 // bf16 weight at 160 rows ran at 113-122 GFLOP/s that way against 197-213 with one reused buffer
-// (README, "CPU speed"). The buffer is at most kWidenSliceBytes per thread that calls it.
+// (docs/perf/README.md). The buffer is at most kWidenSliceBytes per thread that calls it.
 //
 // The exported Linear (tools/era_tools/llava_model.py) calls it through the TorchScript operator
 // `era::widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor` when the runtime asks it
@@ -23,7 +23,7 @@ namespace era {
 
 // Bytes of converted weight per GEMM call: narrower GEMMs cost each call its setup and its packing
 // of x, a wider buffer leaves the caches. Measured with the 7B-width prefill of 222 tokens:
-// int8 weights on the README's AMX VM (oneDNN bf16 GEMM, three alternating runs each) 2.6-3.5 s
+// int8 weights on docs/perf/'s AMX VM (oneDNN bf16 GEMM, three alternating runs each) 2.6-3.5 s
 // with 2M-element slices, 1.2-1.8 s with 8M, 1.4-2.1 s with 16M, 3.1-3.3 s with the whole weight;
 // bf16 weights widened on the Xeon without AMX (two alternating runs) 4.2-4.5 s with 4 MB slices,
 // 3.5-3.8 s with 8 MB, 3.4-3.6 s with 16 MB, 3.6-3.8 s with 32 MB.

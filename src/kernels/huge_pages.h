@@ -4,7 +4,7 @@
 // A decode step streams every decoder weight once (3.5 GB for a 7B-width, 8-layer bf16 model): in
 // 4 KiB pages that is a page walk every 4 KiB and a hardware prefetcher that stops at each page's
 // edge. LibTorch's CPU allocator leaves large tensors in ordinary pages on Linux's default THP
-// setting ("madvise": huge pages only where asked for). Measured on the README's 2-vCPU Zen 5 VM,
+// setting ("madvise": huge pages only where asked for). Measured on docs/perf/'s 2-vCPU Zen 5 VM,
 // alternating THP "always" and "madvise" (the default) for the same bundle: decode 64-65 vs 69 ms
 // per token, the 1 GiB read probe 83-85 vs 78-79 GB/s.
 #include <torch/script.h>

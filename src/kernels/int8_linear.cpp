@@ -88,7 +88,7 @@ torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch:
 // buffer of the GEMM's dtype, then one cuBLAS product with the bias: two launches, the GEMM's
 // output final. The buffer is the whole weight (a 7B MLP weight in bf16: 90 MB, reused by the
 // caching allocator): dequantising 8, 16 or 32 MB of rows at a time into one buffer that stays in
-// the H100's 50 MB L2 was measured slower at 160 and 600 rows (README: the narrower GEMMs cost more
+// the H100's 50 MB L2 was measured slower at 160 and 600 rows (docs/perf/: the narrower GEMMs cost more
 // than the saved memory traffic). Returns an undefined tensor where the kernel does not apply (the
 // caller's generic path takes the call).
 torch::Tensor cuda_dequantized_gemm(const torch::Tensor& x2, const torch::Tensor& weight, const torch::Tensor& scales,

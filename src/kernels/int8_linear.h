@@ -7,7 +7,7 @@
 // the only error is the weights' rounding. Why not LibTorch's dynamically quantised linear (the
 // "dynamic" scheme): it needs a quantisation engine and runs on the CPU only, its packed weights
 // are opaque, and on Debian's LibTorch 1.13 (oneDNN, no fbgemm) a one-row product streamed the
-// weights at a third of era's bf16 rate, so int8 decoding ran twice as slow as bf16 (README, "CPU
+// weights at a third of era's bf16 rate, so int8 decoding ran twice as slow as bf16 (docs/perf/README.md, "CPU
 // speed"). This one reads the int8 bytes directly:
 //  - a call of at most `gemv_max_rows` rows (a decode step, memory-bound) runs era's CPU kernel
 //    (model/cpu_gemv.h), which converts 8 weights at a time to float32 in registers: half the

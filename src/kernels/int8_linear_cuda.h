@@ -14,7 +14,7 @@
 // 512 contiguous bytes), converts the int8 values to float32 in registers, multiplies them against
 // up to kInt8CudaMaxRows activation rows (each chunk of x widened once for the four rows), sums in
 // float32 across the warp, and writes the scaled (plus bias) result in x's dtype: one launch per
-// linear. On an H100 (tools/check_int8_cuda.py, README "CPU speed"), one row against the 7B
+// linear. On an H100 (tools/check_int8_cuda.py, docs/perf/README.md), one row against the 7B
 // model's four linear shapes: 1.6-2.8 TB/s of int8 weights (cuBLAS: 2.0-2.7 TB/s of bf16 ones), so
 // a product takes 0.48-0.67x the bf16 time; one row per warp (two to four loads in flight per
 // lane) reached 1.3-1.8 TB/s.
@@ -40,7 +40,7 @@ int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, c
 // GEMM: the scales then cost no pass over the output, the GEMM's output is final (one rounding, the
 // bias added by the GEMM itself), and an fp16 GEMM never sums the raw int8 values (up to 127x the
 // real weights: fp16 overflows where the real product does not). Why a kernel: LibTorch's int8 to
-// bf16 cast moved 0.7-1 TB/s on an H100 (README); this one reads 16 int8 weights per thread with
+// bf16 cast moved 0.7-1 TB/s on an H100 (docs/perf/); this one reads 16 int8 weights per thread with
 // one 16-byte load and writes them with 16-byte stores. w int8 [N, K] and out [N, K] contiguous, K
 // a multiple of 16, both 16-byte aligned; scales float32 [N]. Returns the launch's cudaError_t.
 int launch_int8_dequantize_cuda(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K, CudaFloat dtype,

@@ -87,7 +87,7 @@ torch::Tensor routed(const torch::Tensor& weight, bool pack) { return pack ? pac
 // An attention module with `qkv_fused` (tools/era_tools/llava_model.py, CLIPAttention): q, k and
 // v's weights (and biases) concatenated into one [3C, C] product (packed, or plain) held by q_proj;
 // k_proj's and v_proj's weights emptied (freed). At 577 rows on AMX one such product ran 1.5-1.9x
-// faster than the three (README). Returns whether it fused.
+// faster than the three (docs/perf/). Returns whether it fused.
 bool fuse_qkv(torch::jit::Module& attention, bool pack) {
   if (!attention.hasattr("qkv_fused") || attention.attr("qkv_fused").toBool()) return false;
   std::vector<torch::jit::Module> qkv;
@@ -146,7 +146,7 @@ torch::Tensor pack_for_onednn(const torch::Tensor& weight) {
               " on ", weight.device());
   const auto& op = require_operator(reorder_linear_weight(), "mkldnn::_reorder_linear_weight");
   // No batch-size hint: the tower's 577 rows, a NeXT request's five crops at once and the
-  // projector's 576 rows all ran at the same speed from one packing (README).
+  // projector's 576 rows all ran at the same speed from one packing (docs/perf/).
   torch::jit::Stack stack{weight.contiguous(), c10::IValue()};
   op.callBoxed(&stack);
   return stack.at(0).toTensor();

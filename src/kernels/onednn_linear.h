@@ -6,7 +6,7 @@
 //
 // LibTorch's plain bf16 `linear` hands oneDNN a row-major weight, which oneDNN's AMX kernels
 // repack into their blocked layout on every call. For CLIP-L's 577-row products at K = 1024 that
-// copy is a large share of the call (the README measures the products with and without it), so
+// copy is a large share of the call (docs/perf/ measures the products with and without it), so
 // the runtime packs each weight once at load with LibTorch's `mkldnn::_reorder_linear_weight` and
 // multiplies with `mkldnn::_linear_pointwise` (the pair PyTorch's own CPU compiler uses for frozen
 // models). The packed copy replaces the weight: memory stays that of the bf16 model.
@@ -22,7 +22,7 @@
 // block one single-threaded product (linear_row_blocks). LibTorch 1.13's own two-thread bf16
 // product of the tower's shapes (577 rows, K and N 1024 to 4096) ran at 0.8x that speed on a
 // Zen 5 VM, and at 0.65x whenever the hypervisor put the two vCPUs on different core complexes
-// (the README's CPU section); the 222-row, 4096-wide prefill products ran slower split (0.9x), so
+// (docs/perf/'s CPU section); the 222-row, 4096-wide prefill products ran slower split (0.9x), so
 // the decoder keeps LibTorch's product.
 #include <torch/script.h>
 

@@ -21,7 +21,7 @@ namespace {
 
 // From this many rows a GEMM is compute-bound enough that widening the weight per call (read 2
 // bytes, write 4 per element) costs less than the slow reduced-precision kernel saves: on the
-// README's machine a 4096x4096 bf16 linear at 8 rows already runs faster widened. Where
+// docs/perf/'s machine a 4096x4096 bf16 linear at 8 rows already runs faster widened. Where
 // LibTorch's reduced-precision kernels are not vectorised at all (util/compat.h), every product.
 constexpr int64_t kUpcastMinRows = compat::kVectorisedReducedPrecisionMatmul ? 8 : 1;
 
@@ -83,7 +83,7 @@ bool cpu_has_native_arithmetic(torch::ScalarType dtype) {
   // AVX512-BF16 alone is not enough on Intel: on a Sapphire Rapids VM whose hypervisor hides AMX
   // (avx512_bf16, no amx_bf16) LibTorch 2.11's bf16 GEMM ran at 153 GFLOP/s (its weight packed for
   // oneDNN: 152) against 240 in float32 and 181 widened per call (era_bench --machine), and the
-  // 7B-width vision tower took 3.0 s in bf16 against 1.8-2.2 s widened (README, "CPU speed").
+  // 7B-width vision tower took 3.0 s in bf16 against 1.8-2.2 s widened (docs/perf/README.md).
   // On AMD it is: on a 2-core Zen 5 VM (EPYC, family 26) oneDNN's AVX512-BF16 GEMM ran at 936
   // GFLOP/s on LibTorch 2.11 and 955 on Debian's 1.13, against 202 / 252 in float32 (MKL /
   // OpenBLAS) and 149 / 200 widened per call; the 7B-width tower took 0.83 s against 2.35 s
@@ -109,7 +109,7 @@ bool cpu_matmuls_in_float32(const ModelBundle& bundle, CpuMatmul mode) {
 
 int64_t cpu_gemv_max_rows(const ModelBundle& bundle, CpuMatmul mode) {
   // Also where the CPU has bf16 arithmetic: a decode step is memory-bound, and on a Sapphire
-  // Rapids VM with AMX LibTorch's bf16 GEMV streamed 18 GB/s against the kernel's 27 (README).
+  // Rapids VM with AMX LibTorch's bf16 GEMV streamed 18 GB/s against the kernel's 27 (docs/perf/).
   const bool narrow = bundle.dtype == torch::kBFloat16 || bundle.dtype == torch::kHalf;
   return bundle.device.is_cpu() && narrow && mode != CpuMatmul::kNative && gemv_kernel_available() ? kGemvMaxRows : 0;
 }

@@ -2,7 +2,7 @@
 // Internal header. Where a bfloat16 / float16 model multiplies in float32 on the CPU.
 //
 // Without AVX512-BF16 / AMX (or AMX-FP16), LibTorch's reduced-precision CPU GEMM runs several
-// times below its float32 rate: on the 2-core AVX2 EPYC of the README, 21 vs 134 GFLOP/s. The
+// times below its float32 rate: on the 2-core AVX2 EPYC of docs/perf/, 21 vs 134 GFLOP/s. The
 // exported modules (tools/era_tools/llava_model.py: Linear and the attention cores) can widen a
 // compute-bound matmul (at least `cpu_upcast_min_rows` rows: the vision tower, prefill) to float32
 // per call and round the result back, which keeps the bf16 model's numerics; one-row decode steps

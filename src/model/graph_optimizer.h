@@ -4,7 +4,7 @@
 // The executor's default (profiling mode) runs each method's first call with profiling nodes and
 // compiles an optimised graph on its second. On the CPU that graph is no faster, as no CPU fuser
 // is enabled in LibTorch, while building it makes the first two requests slow. On the AMX Xeon
-// VM of the README (`era_bench --warmup 0 --repeat 2`, 7B-width bf16 model) the two requests
+// VM of docs/perf/ (`era_bench --warmup 0 --repeat 2`, 7B-width bf16 model) the two requests
 // took 6.8-9.6 s against 3.8-5.4 s without it, and the vision tower 2.0-5.1 s against
 // 0.6-1.3 s. Later calls were the same, one module against another in one process.
 // CUDA keeps the optimiser, whose fuser merges elementwise kernels there.

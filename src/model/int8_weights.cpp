@@ -136,7 +136,7 @@ std::vector<torch::jit::Module> int8_linears(const torch::jit::Module& top) {
 int configure_int8_modules(ModelBundle& bundle) {
   if (bundle.manifest.int8_weights.empty()) return 0;
   // Without VNNI, x86 int8 kernels (fbgemm's and oneDNN's alike) multiply u8 x s8 with
-  // vpmaddubsw, whose 16-bit pair sums saturate on 8-bit activations: measured on the README's
+  // vpmaddubsw, whose 16-bit pair sums saturate on 8-bit activations: measured on docs/perf/'s
   // AVX2 machine, oneDNN with 8-bit activations gave a 17.5 % worst logit error against 2.2 %
   // with 7 bits. VNNI's vpdpbusd accumulates in 32 bits: full 8 bits there.
   const bool reduce = !(cpu_has_flag("avx512_vnni") || cpu_has_flag("avx_vnni"));

@@ -1,6 +1,6 @@
 #pragma once
 // The decoder's preallocated KV cache. Rows are the augmented K~/V~ of the LAR attention
-// (cache_head_dim wide, see models/BUNDLE_FORMAT.md), so a key's LAR bias lives with the key and
+// (cache_head_dim wide, see docs/bundle-format.md), so a key's LAR bias lives with the key and
 // decode steps stay rectified without any side table.
 //
 // Every layer has its own fill length. Normally all layers advance together; in-decoder pruning

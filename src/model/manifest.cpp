@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-// Bounds on the numbers of a manifest (models/BUNDLE_FORMAT.md, "Validation"). Far above every
+// Bounds on the numbers of a manifest (docs/bundle-format.md, "Validation"). Far above every
 // real checkpoint (LLaMA-3-405B: 126 layers, hidden 16384, 128 heads, vocabulary 128256), far
 // below what would make a loader allocate absurdly or overflow: a manifest is outside input.
 constexpr int64_t kMaxLayers = 1024;

@@ -1,5 +1,5 @@
 #pragma once
-// manifest.json of a model bundle (see models/BUNDLE_FORMAT.md): everything the C++ side needs to
+// manifest.json of a model bundle (see docs/bundle-format.md): everything the C++ side needs to
 // know about the exported modules, parsed and checked once.
 #include <array>
 #include <cstdint>
@@ -187,7 +187,7 @@ struct Manifest {
 // Reads and validates DIR/manifest.json; throws era::Error(kBundle) naming the field at fault.
 Manifest read_manifest(const std::string& bundle_dir);
 // The same on manifest text already read; `where` names it in messages. Every number is checked
-// for type, range and its relations to the others (models/BUNDLE_FORMAT.md, "Validation"); any
+// for type, range and its relations to the others (docs/bundle-format.md, "Validation"); any
 // problem is one era::Error(kBundle) "WHERE: field = value: rule". Never throws anything else.
 Manifest parse_manifest(const std::string& json_text, const std::string& where);
 

@@ -59,7 +59,7 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   }
   // A tower without a CLS token (SigLIP): VisionZip has nothing to rank by; ERA's DEP reads the
   // mean attention each token receives (readout "mean"), the one readout such a tower has
-  // (README, ERA decisions: "DEP saliency without a CLS token").
+  // (docs/methods.md, decisions: "DEP saliency without a CLS token").
   ReductionRequest reduction = request.reduction;
   if (!impl.bundle.manifest.vision.has_cls) {
     if (method.capabilities.needs_cls) {

@@ -19,7 +19,7 @@ namespace era::compat {
 // Whether LibTorch's CPU kernels for bfloat16 / float16 matrix products are vectorised. 2.x's
 // are (one-row products run near float32's bandwidth, so only compute-bound calls gain from
 // widening to float32); Debian's 1.13, without MKL, multiplies them element by element:
-// measured on the README's machine 1.5 GFLOP/s for a bf16 GEMM and 1.6 GB/s for a bf16 GEMV,
+// measured on docs/perf/'s machine 1.5 GFLOP/s for a bf16 GEMM and 1.6 GB/s for a bf16 GEMV,
 // where float32 gives 180 GFLOP/s and 10 GB/s, so there every product is widened.
 inline constexpr bool kVectorisedReducedPrecisionMatmul = ERA_TORCH_AT_LEAST(2, 0);
 

@@ -11,7 +11,7 @@ int usable_cpu_count();
 
 // Is LibTorch's BLAS an OpenBLAS that runs its own pthread pool (Debian's libopenblas0-pthread)?
 // Its GEMMs then use every core by themselves, and LibTorch's OpenMP workers beside them only
-// compete: on the README's machine, decode 2800 ms/token with 2 LibTorch threads against 907 with
+// compete: on docs/perf/'s machine, decode 2800 ms/token with 2 LibTorch threads against 907 with
 // one (and 737 with 2 threads over libopenblas0-openmp, which shares LibTorch's OpenMP pool).
 bool blas_runs_own_threads();
 
@@ -30,7 +30,7 @@ struct CpuThreadPlan {
 // widened to float32) LibTorch keeps one thread and OpenBLAS every CPU; where they do not (a bf16
 // model multiplied natively, by oneDNN, on a CPU with bf16 arithmetic) LibTorch takes every CPU
 // and OpenBLAS, left with the small float32 products, one thread (its pthreads would only compete
-// with LibTorch's: on the AMX Xeon VM of the README, Debian route, a request of the 7B-width bf16
+// with LibTorch's: on the AMX Xeon VM of docs/perf/, Debian route, a request of the 7B-width bf16
 // model took 8.4-9.4 s with one LibTorch thread and 4.8-5.2 s with two and OpenBLAS at one).
 // OpenBLAS is left alone where OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS is set (`blas_env_set`).
 // era's decode kernel gets every CPU beside such an OpenBLAS whatever LibTorch gets (it runs
@@ -41,7 +41,7 @@ CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_se
 // Empty, or advice for a process that sizes its pools itself (no `requested` count) and found
 // OpenBLAS's pthread build with LibTorch left at one thread on several CPUs: OpenBLAS's OpenMP
 // build shares LibTorch's threads, so LibTorch keeps every core for the work between the
-// products (README "The Debian route on this VM": the vision tower 18 % faster). Session::info()
+// products (docs/perf/intel-xeon-avx512.md: the vision tower 18 % faster). Session::info()
 // passes it on as its performance_note.
 std::string blas_threads_note(bool blas_own_threads, int usable_cpus, int torch_threads, int requested);
 

@@ -4,7 +4,7 @@
 // A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels by CPU model when it loads. A model newer
 // than the library falls back to "Prescott" (SSE3): Debian 12's OpenBLAS 0.3.21 on an Emerald
 // Rapids Xeon (family 6, model 207) multiplied float32 at 34 GFLOP/s on 2 cores, against 233 with
-// its SkylakeX kernels (README "Debian route: OpenBLAS's kernels"). On the Debian route every
+// its SkylakeX kernels (docs/perf/intel-xeon-avx512.md). On the Debian route every
 // float32 product of LibTorch, and every bf16 one widened to float32, runs in OpenBLAS. The choice
 // can only be changed through OPENBLAS_CORETYPE before the library loads, that is before main():
 // so the command-line tools restart themselves once with it set (cli/entry.h), and a Session in

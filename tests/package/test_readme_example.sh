@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's embedding example, exactly as written there: its CMakeLists.txt and main.cpp blocks
+# The embedding example of docs/library.md ("Embedding era in a C++ application"), exactly as written there: its CMakeLists.txt and main.cpp blocks
 # (each after an "<!-- embed:FILE -->" marker) are built against an installed era and run.
 #   test_readme_example.sh BUILD_DIR SOURCE_DIR SCRATCH BUNDLE IMAGE
 set -euo pipefail
@@ -12,13 +12,13 @@ rm -rf "$scratch"
 mkdir -p "$scratch/app"
 cmake --install "$build" --prefix "$scratch/prefix" > "$scratch/install.log"
 
-/usr/bin/python3 - "$src/README.md" "$scratch/app" <<'PY'
+/usr/bin/python3 - "$src/docs/library.md" "$scratch/app" <<'PY'
 import pathlib, re, sys
 readme, out = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2])
 blocks = re.findall(r"<!-- embed:(\S+) -->\s*```[a-z]*\n(.*?)```", readme, re.S)
 names = [name for name, _ in blocks]
 if sorted(names) != ["CMakeLists.txt", "main.cpp"]:
-    sys.exit(f"README.md: expected embed blocks CMakeLists.txt and main.cpp, found {names}")
+    sys.exit(f"docs/library.md: expected embed blocks CMakeLists.txt and main.cpp, found {names}")
 for name, code in blocks:
     (out / name).write_text(code)
 PY
@@ -37,4 +37,4 @@ rc=$?
 set -e
 cat "$scratch/bad.err"
 [ "$rc" -eq 1 ] && grep -q "^error (" "$scratch/bad.err"
-echo "README example OK"
+echo "docs/library.md example OK"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's "Using a real checkpoint" steps, as written there: every ```sh block of that
-# section runs, with the placeholders a reader replaces (checkpoint folder, photo, build folder,
+# section runs (the download block, fenced as ```sh download, is skipped: no network here), with
+# the placeholders a reader replaces (checkpoint folder, photo, build folder,
 # the Python of this route) swapped for the test's own.
 #   test_readme_steps.sh SOURCE_DIR BUILD_DIR PYTHON CHECKPOINT IMAGE SCRATCH
 set -euo pipefail
@@ -14,7 +15,10 @@ text = pathlib.Path(readme).read_text()
 section = re.search(r"^## Using a real checkpoint\n(.*?)^##", text, re.S | re.M)
 if not section:
     sys.exit("README.md: no '## Using a real checkpoint' section")
-blocks = re.findall(r"```sh\n(.*?)```", section.group(1), re.S)
+fences = re.findall(r"```sh([^\n]*)\n(.*?)```", section.group(1), re.S)
+blocks = [code for tag, code in fences if tag.strip() != "download" and not re.search(r"\b(hf|huggingface-cli) download\b", code)]
+if len(fences) - len(blocks) != 1:
+    sys.exit(f"README.md: expected one download block (```sh download), found {len(fences) - len(blocks)}")
 if len(blocks) < 2:
     sys.exit(f"README.md: expected the export and the ask commands, found {len(blocks)} sh blocks")
 lines = []

@@ -5,16 +5,9 @@ import re
 import sys
 import unittest
 
+from test_docs import github_anchor  # GitHub's heading slugs, shared with docs.links
+
 README = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else "README.md")
-
-
-def github_anchor(heading, seen):
-    """GitHub's slug: lower case, punctuation but '-' and '_' dropped, spaces to '-', and
-    '-1', '-2'... for repeats."""
-    slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-    n = seen.get(slug, 0)
-    seen[slug] = n + 1
-    return slug if n == 0 else f"{slug}-{n}"
 
 
 class ReadmeContents(unittest.TestCase):

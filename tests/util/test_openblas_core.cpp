@@ -32,7 +32,7 @@ TEST(OpenblasCore, OnlyAFallbackBelowTheCpusLevelIsReplaced) {
 
 // A tool run: where LibTorch multiplies in OpenBLAS, the kernels era_bench reports are never a
 // fallback below this CPU's level (the entry guard restarted it with OPENBLAS_CORETYPE). On the
-// Emerald Rapids VM of the README this failed before the restart: "Prescott kernels".
+// Emerald Rapids VM of docs/perf/intel-xeon-avx512.md this failed before the restart: "Prescott kernels".
 TEST(OpenblasCore, ToolsRunOpenblasAtThisCpusLevel) {
   if (at::hasMKL()) GTEST_SKIP() << "LibTorch multiplies with MKL here";
   if (std::getenv("OPENBLAS_CORETYPE")) GTEST_SKIP() << "OPENBLAS_CORETYPE is set in the environment";

@@ -108,7 +108,7 @@ BenchReport run_benchmark(const BenchOptions& options);
 // The row of method "full", if measured.
 const ConfigResult* full_row(const BenchReport& report);
 
-// JSON of the whole report (schema: README "Benchmarks"). `python` (may be null): the output of
+// JSON of the whole report (schema: docs/perf/README.md). `python` (may be null): the output of
 // tools/bench_python_reference.py, merged per row with C++/Python ratios.
 nlohmann::json report_json(const BenchReport& report, const nlohmann::json& python = nullptr);
 

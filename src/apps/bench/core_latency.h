@@ -5,7 +5,7 @@
 // Why it is measured: on a VM whose host is an AMD EPYC, the hypervisor moves the two vCPUs
 // between cores of one core complex (one L3, one link to the memory) and cores of two. The
 // second placement reads memory faster (two links: about 85 against 50 GB/s on the Zen 5 VM of
-// the README) and passes data between the threads slower (230-290 against 40-90 ns here), and
+// docs/perf/amd-epyc-zen5.md) and passes data between the threads slower (230-290 against 40-90 ns here), and
 // a kernel whose threads share what they write slows down there. The latency names the placement
 // that a run met.
 #include <cstdint>

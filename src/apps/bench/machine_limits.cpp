@@ -44,7 +44,7 @@ double best_seconds(F&& f, double budget) {
 // Copies of a decode-sized weight, taken in turn by successive calls (next()), as a decode step
 // takes successive layers, so that none is still in the last-level cache: 1 GiB of copies (one
 // bf16 copy of LLaMA-7B's MLP up-projection is 90 MB; a server's L3 is 32 MB or more, the 2-vCPU
-// Sapphire Rapids VM of the README reports 300 MB), at least four. The copies are clones of one
+// Sapphire Rapids VM of docs/perf/ reports 300 MB), at least four. The copies are clones of one
 // random weight: cloning runs at memory speed, while drawing 1 GiB of random numbers for each of
 // the three GEMV rows took most of --machine's time (30 s on one thread).
 class UncachedWeights {

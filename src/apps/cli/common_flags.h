@@ -40,7 +40,7 @@ struct GenerationFlags {
   std::vector<std::string> method_set;
 };
 
-// The documented bounds of the flags (README, "Flag bounds"): a value outside is a parse error,
+// The documented bounds of the flags (docs/cli.md, "Flag bounds"): a value outside is a parse error,
 // exit 2 with one line naming the flag, before anything is loaded.
 inline constexpr int kMaxThreads = 1024;                 // LibTorch starts one OS thread each
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 31;
@@ -124,7 +124,7 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(finite_in(0, 1, true))->capture_default_str();
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
-  app.add_option("--method", f.method, methods_help("visual-token reduction (README \"Competing methods\"):"))
+  app.add_option("--method", f.method, methods_help("visual-token reduction (docs/methods.md):"))
       ->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)")
       ->check(CLI::Range(int64_t{0}, kMaxTokens));

@@ -1,6 +1,6 @@
 #pragma once
 // The one entry guard of every command-line tool: argument parsing, the error line and the exit
-// codes are the same in all of them (README "Exit codes"):
+// codes are the same in all of them (docs/cli.md, "Exit codes"):
 //   0    success
 //   2    refused: a bad flag, file, bundle, image, prompt or option (nothing was done, or the
 //        run could not start or go on); the one error line names the item

@@ -1,6 +1,6 @@
 // era_server: an OpenAI-compatible HTTP server (POST /v1/chat/completions, GET /v1/models,
 // GET /health) over one era::Session. Only flags, the listening socket and signals live here;
-// the endpoints are src/apps/server/ (README "OpenAI-compatible server").
+// the endpoints are src/apps/server/ (docs/server.md).
 #include <CLI/CLI.hpp>
 #include <httplib.h>
 #include <signal.h>

@@ -16,7 +16,7 @@
 
 namespace era::server {
 
-// era_server's connection flags (src/apps/cli/era_server.cpp; README "OpenAI-compatible server").
+// era_server's connection flags (src/apps/cli/era_server.cpp; docs/server.md).
 struct ConnectionLimits {
   double header_timeout_s = 10;  // --header-timeout-s: the whole head, from connecting (or its first byte)
   double read_timeout_s = 30;    // --read-timeout-s: a body pausing between bytes

@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-// Upper bounds that match era_infer's flag bounds (README "Flag bounds").
+// Upper bounds that match era_infer's flag bounds (docs/cli.md, "Flag bounds").
 constexpr int64_t kMaxNewTokens = int64_t{1} << 24;
 constexpr int64_t kMaxTokens = int64_t{1} << 20;
 constexpr double kMaxTemperature = 100.0;

@@ -19,7 +19,7 @@
 // Budgets (`tokens`): the budget of one image, spread evenly over its crops (scope "crop": each
 // crop keeps tokens / crops, at least 1) or one selection over all crops (scope "image");
 // `keep_ratio` keeps that fraction of every crop. A reduced image is not downscaled: the budget
-// already caps its tokens far below N tiles' worth (README, ERA decisions).
+// already caps its tokens far below N tiles' worth (docs/methods.md, decisions).
 #include "family/llava_base.h"
 
 namespace era {

@@ -33,7 +33,7 @@ ReducedTokens append_newline(ReducedTokens tokens, const torch::Tensor& image_ne
 // pooled as transformers' apply_pooling does: bilinear interpolation (align_corners false) to
 // ceil(side / stride) per side. The projector outputs are pooled (HF's order: project, then
 // pool); the vision features and every saliency map are pooled the same way, so a reduction
-// method sees for each pooled token the interpolation of what its patches had (README, ERA
+// method sees for each pooled token the interpolation of what its patches had (docs/methods.md,
 // decisions: "Video"). CLS-only outputs (cls_features, mean_keys) are left undefined.
 VisionOutput pool_frames(const VisionOutput& vision, int64_t first, int64_t count, int64_t side, int64_t stride);
 

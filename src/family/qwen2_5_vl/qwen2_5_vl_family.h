@@ -12,7 +12,7 @@
 // reduced per temporal patch (scope "crop": tokens / t each, or keep_ratio of each) or by one
 // selection over all its tokens (scope "image"). The saliency has no CLS token to come from: it
 // is the mean attention each token receives in the tower's last block, a full-attention block
-// (README, ERA decisions: "Qwen2.5-VL saliency").
+// (docs/methods.md, decisions: "Qwen2.5-VL saliency").
 //
 // Positions (mrope_positions.h): transformers' get_rope_index; a reduced item's kept tokens keep
 // their original (t, h, w) positions (ReductionRequest::positions "original"), or take
