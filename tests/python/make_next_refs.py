@@ -58,7 +58,7 @@ def main(argv=None):
         print(f"make_next_refs: error: {e}", file=sys.stderr)
         return 2
     cfg, pre = ckpt.config, ckpt.preprocessor
-    if not cfg.is_next:
+    if cfg.arch != "llava-next":
         print(f"make_next_refs: error: {args.checkpoint}: not a LLaVA-NeXT checkpoint "
               f"(arch {cfg.arch})", file=sys.stderr)
         return 2

@@ -13,18 +13,11 @@ import sys
 import unittest
 import urllib.parse
 
+from references.markdown import github_anchor
+
 README_MAX_LINES = 300
 DOC_MAX_LINES = 600
 SKIP_DIRS = ("third_party", "build", ".venv", ".", "node_modules")
-
-
-def github_anchor(heading, seen):
-    """GitHub's slug: lower case, punctuation but '-' and '_' dropped, spaces to '-', and
-    '-1', '-2'... for repeats."""
-    slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-    n = seen.get(slug, 0)
-    seen[slug] = n + 1
-    return slug if n == 0 else f"{slug}-{n}"
 
 
 def strip_fences(text):

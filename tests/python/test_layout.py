@@ -10,7 +10,11 @@
   - every [project.scripts] entry point of tools/pyproject.toml names an importable callable, and
     every launcher's module has one;
   - every launcher, and `python3 -m era_tools.<module>` for every entry point, runs `--help` with
-    exit status 0 (the launchers without PYTHONPATH, from another folder).
+    exit status 0 (the launchers without PYTHONPATH, from another folder);
+  - the modules of era_tools import each other without a cycle (the static import graph: every
+    `import era_tools.x`, `from era_tools import x`, `from . import x`, `from .x import y`,
+    including the imports inside functions), and only the family registry
+    (era_tools/families/__init__.py) and the family modules import a family module.
 
     test_layout.py [unittest options]
 
@@ -144,6 +148,119 @@ def bad_imports(source, where, package, local_names):
     return found
 
 
+def package_modules(folder, package):
+    """{dotted module name: path} of every .py of a package folder (subpackages included;
+    a package's __init__.py is the package itself)."""
+    out = {}
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        rel_parts = os.path.relpath(root, folder).split(os.sep)
+        prefix = [package] + ([] if rel_parts == ["."] else rel_parts)
+        for f in sorted(files):
+            if f.endswith(".py"):
+                parts = prefix if f == "__init__.py" else prefix + [f[:-3]]
+                out[".".join(parts)] = os.path.join(root, f)
+    return out
+
+
+def import_edges(source, module, is_package, modules, where="<string>"):
+    """The modules of `modules` (a set of dotted names) that `source`, the text of `module`,
+    imports anywhere (functions included): `import a.b`, `from a import b` (b a module or a name
+    of a), relative imports resolved against `module`."""
+    tree = ast.parse(source, where)
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    found = set()
+
+    def add(name):
+        # the deepest module of `modules` that `name` is or lies in
+        parts = name.split(".")
+        for n in range(len(parts), 0, -1):
+            candidate = ".".join(parts[:n])
+            if candidate in modules:
+                found.add(candidate)
+                return
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for a in node.names:  # `from pkg import mod` imports the module pkg.mod
+                if target + "." + a.name in modules:
+                    found.add(target + "." + a.name)
+                else:
+                    add(target)
+    found.discard(module)
+    return found
+
+
+def import_graph(folder, package):
+    """{module: set of modules of the package it imports} for the package at `folder`."""
+    mods = package_modules(folder, package)
+    names = set(mods)
+    return {m: import_edges(read(p), m, os.path.basename(p) == "__init__.py", names, rel(p))
+            for m, p in mods.items()}
+
+
+def import_cycles(graph):
+    """The cycles of the graph: for every module on one, the shortest cycle through it, each
+    cycle once, as lists [a, b, ..., a] starting at its smallest module; [] if none."""
+    index, low, stack, on_stack, comps = {}, {}, [], set(), []
+
+    def strongconnect(v):  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                comps.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    cycles, seen = [], set()
+    for comp in sorted(comps):
+        members = set(comp)
+        for start in comp:  # the shortest cycle through each module of the component
+            prev, queue, path = {start: None}, [start], None
+            while queue and path is None:
+                v = queue.pop(0)
+                for w in sorted(graph.get(v, ())):
+                    if w == start:
+                        path = [v]
+                        while prev[path[-1]] is not None:
+                            path.append(prev[path[-1]])
+                        path = list(reversed(path)) + [start]
+                        break
+                    if w in members and w not in prev:
+                        prev[w] = v
+                        queue.append(w)
+            i = path.index(min(path[:-1]))  # one spelling per cycle: from its smallest module
+            key = tuple(path[i:-1] + path[:i])
+            if key not in seen:
+                seen.add(key)
+                cycles.append(list(key) + [key[0]])
+    return cycles
+
+
 def entry_points(pyproject):
     """[project.scripts] of a pyproject.toml as {command: "module:attr"}."""
     with open(pyproject, "rb") as f:
@@ -233,6 +350,21 @@ class CheckersCatchViolations(unittest.TestCase):
             self.assertIsNone(launcher_target(bad), bad)
 
 
+    def test_import_cycles_found(self):
+        mods = {"p", "p.a", "p.b", "p.c", "p.sub", "p.sub.d"}
+        self.assertEqual(import_edges("from . import a\nfrom .b import x\nimport p.c", "p.d", False,
+                                      mods), {"p.a", "p.b", "p.c"})
+        self.assertEqual(import_edges("def f():\n    from ..a import y\n    from . import d",
+                                      "p.sub", True, mods), {"p.a", "p.sub.d"})
+        self.assertEqual(import_edges("from ..a import y\nfrom p import sub", "p.sub.d", False,
+                                      mods), {"p.a", "p.sub"})
+        self.assertEqual(import_edges("import os\nfrom p.b import x as y", "p.a", False, mods),
+                         {"p.b"})
+        self.assertEqual(import_cycles({"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"},
+                                        "p.d": {"p.a"}}), [["p.a", "p.b", "p.c", "p.a"]])
+        self.assertEqual(import_cycles({"p.a": {"p.b"}, "p.b": set(), "p.c": {"p.a", "p.b"}}), [])
+
+
 class Layout(unittest.TestCase):
     def test_no_sys_path_edits(self):
         found = []
@@ -247,6 +379,21 @@ class Layout(unittest.TestCase):
         for path in python_files():
             found += bad_imports(read(path), rel(path), package_of(path), local)
         self.assertEqual(found, [])
+
+    def test_era_tools_has_no_import_cycle(self):
+        graph = import_graph(PACKAGES["era_tools"], "era_tools")
+        self.assertIn("era_tools.export_llava", graph)
+        cycles = import_cycles(graph)
+        self.assertEqual(cycles, [], "import cycles in era_tools:\n" + "\n".join(
+            "  " + " -> ".join(c) for c in cycles))
+
+    def test_only_the_registry_imports_the_families(self):
+        graph = import_graph(PACKAGES["era_tools"], "era_tools")
+        family_modules = {m for m in graph if m.startswith("era_tools.families.")}
+        found = [f"{m} imports {', '.join(sorted(graph[m] & family_modules))}" for m in sorted(graph)
+                 if graph[m] & family_modules and not m.startswith("era_tools.families")]
+        self.assertEqual(found, [], "shared code must reach a family through the registry "
+                                    "(era_tools.families)")
 
     def test_tools_scripts_are_launchers(self):
         self.assertTrue(launchers())

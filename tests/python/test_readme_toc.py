@@ -5,7 +5,7 @@ import re
 import sys
 import unittest
 
-from test_docs import github_anchor  # GitHub's heading slugs, shared with docs.links
+from references.markdown import github_anchor  # GitHub's heading slugs, shared with docs.links
 
 README = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else "README.md")
 

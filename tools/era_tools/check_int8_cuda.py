@@ -3,8 +3,8 @@
     check_int8_cuda.py [--ops LIB.so] [--work DIR] [--layers 8] [--json out.json]
 
 Needs a CUDA GPU, and a checkout of era plus a compiler (g++, nvcc, ninja) where --ops is not
-given. It loads era's own `era::int8_linear` (src/model/int8_linear.cpp, the CUDA kernel in
-src/model/int8_linear_cuda.cu and the CPU kernel it shares cpu_gemv.cpp with), compiled into a
+given. It loads era's own `era::int8_linear` (src/kernels/int8_linear.cpp, the CUDA kernel in
+src/kernels/int8_linear_cuda.cu and the CPU kernel it shares cpu_gemv.cpp with), compiled into a
 small operator library with torch.utils.cpp_extension (or the one --ops names, built so before), so
 what runs is the C++ code era_core runs, driven from Python. Three parts:
   1. the operator against a float64 reference on shapes that take the kernel (1-4 rows, K a
@@ -48,9 +48,9 @@ ROOT = os.path.dirname(TOOLS)  # the checkout, where era's sources are
 # of the bundle format (and the int8 operator's CPU slices are widened_linear's). Every era source
 # file these include a header of is listed (tests/python/test_int8_weights.py checks): a missing
 # one is an undefined symbol only when the library loads, on the GPU machine.
-OP_SOURCES = ["src/model/int8_linear.cpp", "src/model/cpu_gemv.cpp", "src/model/onednn_linear.cpp",
-              "src/model/cpu_widened_linear.cpp", "src/model/cpu_widened_attention.cpp",
-              "src/model/cpu_convert.cpp", "src/model/int8_linear_cuda.cu", "src/util/device.cpp",
+OP_SOURCES = ["src/kernels/int8_linear.cpp", "src/kernels/cpu_gemv.cpp", "src/kernels/onednn_linear.cpp",
+              "src/kernels/cpu_widened_linear.cpp", "src/kernels/cpu_widened_attention.cpp",
+              "src/kernels/cpu_convert.cpp", "src/kernels/int8_linear_cuda.cu", "src/util/device.cpp",
               "src/util/kernel_threads.cpp",
               "src/era/error.cpp"]
 # The 7B model's per-layer linear shapes (N x K): q/k/v/o, gate/up, down

@@ -1,6 +1,6 @@
 """The `era::` TorchScript operators that exported bundles may call, defined for Python.
 
-The C++ runtime registers these operators with its own kernels (src/model/cpu_gemv.h); Python
+The C++ runtime registers these operators with its own kernels (src/kernels/cpu_gemv.h); Python
 needs them too, with the reference formula, so that TorchScript can compile modules that call
 them (tools/era_tools/llava_model.py) and torch.jit.load can open such bundles (tests, tools).
 The schemas are part of the bundle format: never change one, add a new operator instead.
@@ -12,16 +12,16 @@ The schemas are part of the bundle format: never change one, add a new operator 
                    int upcast_min_rows) -> Tensor
       = (x @ weight^T) * scales + bias for an int8 weight with per-row float32 scales, the sums in
       float32 (upcast_min_rows > 0 and at least that many rows: the GEMM in float32), rounded to
-      x's dtype. In C++ (src/model/int8_linear.h): era's kernel for at most gemv_max_rows rows,
+      x's dtype. In C++ (src/kernels/int8_linear.h): era's kernel for at most gemv_max_rows rows,
       slices of the weight converted for LibTorch's GEMM above that.
   era::onednn_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor
       = F.linear(x, weight, bias), where the weight may be one packed for oneDNN (an MKLDNN tensor
       from torch.ops.mkldnn._reorder_linear_weight): then torch.ops.mkldnn._linear_pointwise. The
       C++ runtime packs the vision tower's and projector's bf16 weights at load on CPUs with
-      native bf16 arithmetic (src/model/onednn_linear.h) and sets the Linear's `onednn_packed`.
+      native bf16 arithmetic (src/kernels/onednn_linear.h) and sets the Linear's `onednn_packed`.
   era::widened_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor
       = F.linear(x, weight, bias) with the products and sums in float32, rounded once to x's
-      dtype. In C++ (src/model/cpu_widened_linear.h): the weight converted a slice at a time into
+      dtype. In C++ (src/kernels/cpu_widened_linear.h): the weight converted a slice at a time into
       a buffer kept per thread, LibTorch's float32 GEMM writing each slice's columns in place.
       Linear calls it where the runtime widens bf16 / fp16 products on the CPU.
   era::widened_attention(Tensor q, Tensor k, Tensor v, float scale, int causal_offset,
@@ -29,7 +29,7 @@ The schemas are part of the bundle format: never change one, add a new operator 
       = HF's eager attention of a bf16 / fp16 model with float32 products: S = (q @ k^T) rounded
       to q's dtype, times scale, the softmax in float32 (keys after causal_offset + t at -inf
       where causal) rounded to q's dtype, times v in float32, rounded. In C++
-      (src/model/cpu_widened_attention.h): one head at a time, its scores kept in cache. The math
+      (src/kernels/cpu_widened_attention.h): one head at a time, its scores kept in cache. The math
       attention cores call it where the runtime widens products on the CPU.
 """
 import torch

@@ -31,6 +31,7 @@ import time
 
 import torch
 
+from . import families
 from .hf_checkpoint import IMAGE_MODES, CheckpointError, load_checkpoint, with_image_mode
 from .int8_weights import INT8_MODULES, INT8_SCHEMES, int8_available, quantize_module
 from .llava_model import build_decoder, build_projector, build_vision, resolve_attention
@@ -130,9 +131,9 @@ def prompt_and_stops(ckpt, template):
     """(manifest prompt section, tokens.added_tokens list, tokens.stop_ids) for `template`
     ("auto" or a TEMPLATES name)."""
     specials = special_token_ids(ckpt)
-    if template == "auto":
-        template = default_template(ckpt.chat_template, ckpt.config.text.model_type, specials,
-                                    ckpt.config.arch)
+    if template == "auto":  # the family's evaluation template, else the one of its text model
+        template = (families.get(ckpt.config.arch).DEFAULT_TEMPLATE
+                    or default_template(ckpt.chat_template, ckpt.config.text.model_type, specials))
     section = prompt_section(template)
     _, needs, stop_piece = TEMPLATES[template]
     missing = [t for t in needs if t not in specials]
@@ -153,13 +154,7 @@ def image_manifest(cfg, pre):
              "shortest_edge": pre.shortest_edge, "resample": pre.resample,
              "mean": pre.mean, "std": pre.std,
              "pad_color": [int(m * 255) for m in pre.mean]}  # LLaVA's expand2square colour
-    if cfg.arch in ("llava-next", "llava-onevision"):
-        # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
-        image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
-    if cfg.arch == "llava-onevision":
-        # "anyres_max_9": the unpadded tile grid is downscaled past 9 tiles' worth of tokens
-        image["vision_aspect_ratio"] = cfg.raw.get("vision_aspect_ratio") or "anyres_max_9"
-    return image
+    return families.get(cfg.arch).image_section(cfg, image)  # NeXT, OneVision: their pinpoints
 
 
 def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None, int8_scheme=INT8_SCHEMES[0]):
@@ -215,9 +210,8 @@ def make_manifest(ckpt, name, dtype_name, attention, template="auto", int8=None,
         manifest["video"] = ckpt.video
         manifest["tokens"]["video_token_id"] = cfg.video_token_id
         manifest["prompt"]["video_placeholder"] = "<video>"
-    if cfg.arch == "qwen2.5-vl":  # native-resolution patches, merger MLP, multimodal RoPE
-        from .qwen_checkpoint import manifest_sections
-        manifest_sections(ckpt, manifest)
+    # the family's own sections (Qwen2.5-VL: native-resolution patches, merger MLP, multimodal RoPE)
+    families.get(cfg.arch).manifest_sections(ckpt, manifest)
     return manifest
 
 
@@ -241,20 +235,12 @@ def probe_inputs(ckpt, device, dtype):
     S, C = cfg.vision.image_size, cfg.vision.feature_width
     t = cfg.text
     T0, S_max = 5, 8
-    has_newline = cfg.arch in ("llava-next", "llava-onevision")
+    family = families.get(cfg.arch)
+    has_newline = family.IMAGE_NEWLINE
     crops = 3 if has_newline else 1  # anyres: base + tiles go through the tower as one batch
     extra = {"pos": torch.arange(T0 + 3).unsqueeze(0).to(device)}
-    if cfg.arch == "qwen2.5-vl":
-        # two images (windows with padding, partial windows) and a two-slice video of 2x3
-        # windows; decoder positions [B,T,3] whose three axes differ
-        grid = torch.tensor([[1, 4, 6], [1, 8, 4], [2, 10, 18]])
-        n = int((grid[:, 0] * grid[:, 1] * grid[:, 2]).sum())
-        extra["patches"] = torch.randn(n, cfg.vision.patch_dim, generator=g).to(device)
-        extra["grid_thw"] = grid.to(device)
-        base = torch.arange(T0 + 3)
-        extra["pos"] = torch.stack([base, base + torch.tensor([0, 0, 1, 1, 0, 2, 0, 0]),
-                                    base * 2 - torch.tensor([0, 1, 0, 1, 0, 0, 0, 0])],
-                                   dim=-1).unsqueeze(0).to(device)
+    # the family's own inputs (Qwen2.5-VL: patches + grid_thw, positions [B,T,3])
+    extra.update({k: v.to(device) for k, v in family.probe_extras(cfg, g, T0).items()})
     return {**extra,
         "next": has_newline,
         "pixels": torch.randn(crops, 3, S, S, generator=g).to(device),
@@ -434,12 +420,9 @@ def export_checkpoint(ckpt, out, dtype_name, attention_mode="auto", name=None, c
     "weight-only" or "dynamic" (--int8-scheme, int8_weights.py)."""
     start = time.time()
     check_export_torch()  # also for callers that skip main(), e.g. make_random_bundle
-    if ckpt.config.arch == "llava-onevision" and ckpt.config.vision.select_strategy != "full":
-        # SigLIP has no CLS token: "default" would drop a real patch and break the 27 x 27 grid
-        # every packing and reduction works on (the released checkpoints all use "full").
-        raise ExportError(f"{ckpt.folder}: vision_feature_select_strategy "
-                          f"{ckpt.config.vision.select_strategy!r} is not supported for llava-onevision "
-                          f"(SigLIP has no CLS token; only \"full\")")
+    problem = families.get(ckpt.config.arch).export_problem(ckpt)
+    if problem:
+        raise ExportError(problem)
     try:
         attention = resolve_attention(attention_mode)
     except ValueError as e:

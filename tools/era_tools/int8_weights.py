@@ -4,7 +4,7 @@ Every era Linear of the chosen modules stores its weight as int8 with one float3
 channel (symmetric: scale = max |w| / 127 over the row). Two schemes run them:
 
 - "weight-only" (Int8Linear, the default): the int8 weight and its scales are plain tensors, and
-  the C++ runtime's era::int8_linear (src/model/int8_linear.h) multiplies them against the
+  the C++ runtime's era::int8_linear (src/kernels/int8_linear.h) multiplies them against the
   activations as they are (no activation quantisation): a decode step streams the int8 bytes
   through era's CPU kernel, larger calls convert slices of the weight for LibTorch's GEMM. No
   quantisation engine is needed, every LibTorch and device runs it, and results are the same on
@@ -36,7 +36,7 @@ import torch.nn as nn
 from . import era_ops  # noqa: F401  (defines era::int8_linear for scripting and checking)
 from .llava_model import Linear
 
-GEMV_MAX_ROWS = 4  # = kGemvMaxRows (src/model/cpu_gemv.h): the rows era's decode kernel takes
+GEMV_MAX_ROWS = 4  # = kGemvMaxRows (src/kernels/cpu_gemv.h): the rows era's decode kernel takes
 
 INT8_MODULES = ("decoder", "all")  # export_llava.py --int8 choices
 INT8_SCHEMES = ("weight-only", "dynamic")  # export_llava.py --int8-scheme choices, default first
@@ -52,7 +52,7 @@ def quantize_rows(weight: torch.Tensor):
 
 class Int8Linear(nn.Module):
     """The "weight-only" scheme: a Linear whose weight is an int8 buffer with per-output-channel
-    float32 scales, run by era::int8_linear (era_ops.py; src/model/int8_linear.h). The runtime
+    float32 scales, run by era::int8_linear (era_ops.py; src/kernels/int8_linear.h). The runtime
     sets gemv_max_rows (calls of at most that many rows run era's decode kernel; 0 = never) and
     cpu_upcast_min_rows (as Linear's: larger calls multiply in float32 on CPUs without bf16
     arithmetic). The bias stays in the model's dtype."""

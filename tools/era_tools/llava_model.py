@@ -89,7 +89,7 @@ class Linear(nn.Linear):
     at most `gemv_max_rows` rows (decode steps) to era::gemv, the C++ runtime's memory-bound
     kernel for bf16 / fp16 weights (era_ops.py; 0 = never, the exported value). Where the runtime
     replaced the weight by one packed for oneDNN (vision tower and projector on CPUs with native
-    bf16 arithmetic: src/model/onednn_linear.h), or, on a LibTorch that cannot pack (1.13), left
+    bf16 arithmetic: src/kernels/onednn_linear.h), or, on a LibTorch that cannot pack (1.13), left
     it plain to have its rows split between the threads, it sets `onednn_packed` and every call
     goes through era::onednn_linear."""
 
@@ -107,7 +107,7 @@ class Linear(nn.Linear):
             return torch.ops.era.gemv(x, self.weight, self.bias)
         if cpu_upcast(x, rows, self.cpu_upcast_min_rows):
             # float32 sums rounded once to x's dtype; in C++ the weight is widened a slice at a
-            # time into a buffer kept per thread (src/model/cpu_widened_linear.h)
+            # time into a buffer kept per thread (src/kernels/cpu_widened_linear.h)
             return torch.ops.era.widened_linear(x, self.weight, self.bias)
         return F.linear(x, self.weight, self.bias)
 
@@ -231,7 +231,7 @@ class CLIPAttention(nn.Module):
         self.core = make_vision_core(attention, self.scale)
         self.cpu_upcast_min_rows = 0  # see Linear
         # Set by era's runtime where it packs the weights for oneDNN, or splits their rows
-        # (src/model/onednn_linear.h):
+        # (src/kernels/onednn_linear.h):
         # q_proj then holds q, k and v's weights and biases concatenated, one [3C, C] product
         # (1.5-1.9x faster than three [C, C] ones at 577 rows on AMX), and k_proj / v_proj are
         # emptied. False as exported.
@@ -505,7 +505,7 @@ class MathAttention(nn.Module):
         if self.decode_kernel and tq == 1 and causal_offset + 1 >= tk:
             return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, False)
         up = cpu_upcast(q, tq, self.cpu_upcast_min_rows)
-        if up:  # the same roundings, one head at a time in C++ (src/model/cpu_widened_attention.h)
+        if up:  # the same roundings, one head at a time in C++ (src/kernels/cpu_widened_attention.h)
             return torch.ops.era.widened_attention(q, k, v, self.scale, causal_offset, True)
         scores = (matmul_f32(q, k.transpose(-1, -2), up) * self.scale).float()
         if tq > 1 or causal_offset + tq < tk:  # a single last query sees every key: no mask
@@ -921,7 +921,7 @@ class ExplicitLlamaDecoder(LlamaDecoder):
 # ================================================================================================
 # builders
 
-def _assign(module, state, dtype, what):
+def assign_weights(module, state, dtype, what):
     """Replace every parameter of a (meta-device) module by the checkpoint tensor, cast to dtype.
     Assigning (instead of load_state_dict's copy) keeps one copy of multi-GB weights in memory."""
     params = dict(module.named_parameters())
@@ -940,31 +940,32 @@ def _assign(module, state, dtype, what):
     return module.eval()
 
 
+_assign = assign_weights
+
+
 def build_vision(ckpt, dtype=torch.float32, attention="math"):
-    """attention: the CLIP / SigLIP layers' core ('sdpa', or 'math'; the decoder's 'explicit'
-    reads as 'math'). Qwen2.5-VL's tower keeps its own (windowed) attention."""
-    vision = ckpt.config.vision
+    """The checkpoint's vision tower, built by its family (ckpt.config.family, see
+    era_tools.families). attention: the CLIP / SigLIP layers' core ('sdpa', or 'math'; the
+    decoder's 'explicit' reads as 'math'). Qwen2.5-VL's tower keeps its own (windowed)
+    attention."""
     attention = resolve_attention(attention)
-    if ckpt.config.arch == "qwen2.5-vl":
-        from .qwen_vl_model import QwenVisionTower  # patches + grid_thw, windowed attention
-        module = QwenVisionTower(vision, device="meta", dtype=dtype)
-    elif getattr(vision, "has_cls", True):
-        module = VisionTower(vision, attention=attention, device="meta", dtype=dtype)
-    else:
-        from .siglip_tower import SiglipVisionTower  # the tower without a CLS token
-        module = SiglipVisionTower(vision, attention=attention, device="meta", dtype=dtype)
-    return _assign(module, ckpt.vision, dtype, "vision tower")
+    return ckpt.config.family.build_vision(ckpt, dtype, attention)
 
 
 def build_projector(ckpt, dtype=torch.float32):
+    """The checkpoint's projector, built by its family (ckpt.config.family)."""
+    return ckpt.config.family.build_projector(ckpt, dtype)
+
+
+def build_llava_projector(ckpt, dtype, image_newline=False, hidden_features=None):
+    """Projector (two linears, GELU between) from the feature width to the text width, with the
+    family's `image_newline` parameter and width between the layers."""
     cfg = ckpt.config
     width = getattr(cfg.vision, "feature_width", cfg.vision.hidden_size)
-    # Qwen2.5-VL's merger MLP keeps the 4C width between its layers
-    hidden = width if cfg.arch == "qwen2.5-vl" else None
     module = Projector(width, cfg.text.hidden_size, bias=cfg.projector_bias,
-                       image_newline=cfg.arch in ("llava-next", "llava-onevision"), device="meta",
-                       dtype=dtype, hidden_features=hidden)
-    return _assign(module, ckpt.projector, dtype, "projector")
+                       image_newline=image_newline, device="meta", dtype=dtype,
+                       hidden_features=hidden_features)
+    return assign_weights(module, ckpt.projector, dtype, "projector")
 
 
 def build_decoder(ckpt, dtype=torch.float32, attention="math"):
@@ -972,4 +973,4 @@ def build_decoder(ckpt, dtype=torch.float32, attention="math"):
     attention = resolve_attention(attention)
     cls = ExplicitLlamaDecoder if attention == "explicit" else LlamaDecoder
     module = cls(ckpt.config.text, attention=attention, device="meta", dtype=dtype)
-    return _assign(module, ckpt.text, dtype, "decoder")
+    return assign_weights(module, ckpt.text, dtype, "decoder")

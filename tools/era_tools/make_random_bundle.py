@@ -45,6 +45,7 @@ import torch
 from . import make_tiny_llava as tiny
 from .export_llava import DTYPES, CheckFailed, ExportError, export_checkpoint
 from .torch_versions import UnsupportedTorch, check_export_torch
+from . import families
 from .hf_checkpoint import (CheckpointError, checkpoint_name, expected_shapes, load_checkpoint,
                             load_config)
 
@@ -237,12 +238,11 @@ def write_config_folder(folder, config):
     """config.json + tokenizer + preprocessor config: a checkpoint folder without weights."""
     tiny.write_json(os.path.join(folder, "config.json"), config)
     cfg = load_config(folder)  # validates (CheckpointError naming the field)
-    nxt = cfg.is_next
+    family = families.get(cfg.arch)
     for name, obj in tiny.tokenizer_files(cfg.image_token_id, cfg.pad_token_id,
-                                          "LlavaNextProcessor" if nxt else "LlavaProcessor").items():
+                                          family.PROCESSOR_CLASS).items():
         tiny.write_json(os.path.join(folder, name), obj)
-    tiny.write_json(os.path.join(folder, "preprocessor_config.json"),
-                    tiny.PREPROCESSOR_NEXT if nxt else tiny.PREPROCESSOR)
+    tiny.write_json(os.path.join(folder, "preprocessor_config.json"), family.TINY_PREPROCESSOR)
 
 
 def random_tensor(name, shape, dtype, gen, rows_per_chunk=4096, mean_std=None):
@@ -261,6 +261,7 @@ def random_tensor(name, shape, dtype, gen, rows_per_chunk=4096, mean_std=None):
 def fill_random_weights(ckpt, dtype, seed):
     """Give the weightless checkpoint random tensors of the shapes its config implies."""
     gen = torch.Generator().manual_seed(seed)
+    family = families.get(ckpt.config.arch)
     n = 0
     for part, shapes in expected_shapes(ckpt.config).items():
         tensors = {}
@@ -268,10 +269,7 @@ def fill_random_weights(ckpt, dtype, seed):
             if part == "text" and canon == "lm_head.weight" and ckpt.config.text.tie_word_embeddings:
                 tensors[canon] = tensors["embed_tokens.weight"]  # tied (0.5B): one tensor, as loaded
                 continue
-            mean_std = None
-            if ckpt.config.arch == "qwen2.5-vl" and canon.endswith(("norm1.weight", "norm2.weight",
-                                                                     "ln_q.weight")):
-                mean_std = (1.0, 0.1)  # the vision RMSNorms (init_std knows LLaVA's names)
+            mean_std = family.random_init(canon)  # e.g. Qwen2.5-VL's vision RMSNorms
             t = random_tensor(checkpoint_name(part, canon, "llava-hf"), shape, dtype, gen,
                               mean_std=mean_std)
             if canon in ("embed_tokens.weight", "lm_head.weight"):
@@ -319,7 +317,7 @@ def write_text_model(ckpt, folder, out):
     sentencepiece tokenizer."""
     import shutil
     from .safetensors_io import save_file
-    if ckpt.config.arch not in ("llava-1.5", "llava-next"):
+    if not families.get(ckpt.config.arch).LLAMA_TEXT_MODEL:
         raise ExportError(f"--text-model: {ckpt.config.arch} has no LLaMA language model")
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         text = dict(json.load(f)["text_config"])

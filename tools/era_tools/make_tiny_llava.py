@@ -28,8 +28,8 @@ import tempfile
 
 import torch
 
-from . import make_tiny_onevision, make_tiny_qwen_vl
-from .hf_checkpoint import CLIP_MEAN, CLIP_STD, load_checkpoint
+from . import families, make_tiny_onevision
+from .hf_checkpoint import load_checkpoint
 from .safetensors_io import save_file
 
 # The tokenizer's training text: package data (era_tools/data/), found next to this module.
@@ -43,15 +43,12 @@ SPM_FLAGS = ["--model_type=bpe", "--vocab_size=1000", "--byte_fallback=true",
              "--character_coverage=1.0", "--num_threads=1", "--minloglevel=2"]
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-# llava-hf's v1.6 pinpoints, each pair (height, width) as HF reads it.
-NEXT_PINPOINTS = ((336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008))
-TRANSFORMERS_VERSION = {"llava-1.5": "4.36.0", "llava-next": "4.39.0.dev0"}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", required=True,
-                   choices=["llava-1.5", "llava-next", "llava-onevision", "qwen2.5-vl"],
+                   choices=list(families.ARCHES),
                    help="llava-onevision, qwen2.5-vl: made by transformers itself "
                         "(make_tiny_onevision.py, make_tiny_qwen_vl.py)")
     p.add_argument("--out", required=True, help="output checkpoint folder")
@@ -78,7 +75,7 @@ def parse_args(argv=None):
     if args.text_kv_heads is None:
         args.text_kv_heads = args.text_heads
     if args.max_position_embeddings is None:
-        args.max_position_embeddings = 4096 if args.arch == "llava-next" else 2048
+        args.max_position_embeddings = families.get(args.arch).TINY_MAX_POSITIONS
     if args.text_hidden % args.text_heads or args.text_heads % args.text_kv_heads:
         p.error("--text-hidden must divide by --text-heads, which must divide by --text-kv-heads")
     if (args.text_hidden // args.text_heads) % 2:
@@ -142,27 +139,9 @@ def make_config(args, tok_vocab):
         "patch_size": 14, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5,
         "projection_dim": args.vision_hidden, "vocab_size": 32000,
     }
-    if args.arch == "llava-next":
-        # as llava-hf/llava-v1.6-vicuna-7b-hf's config.json (LlavaNextConfig)
-        text["_name_or_path"] = "era/tiny-vicuna-v1.5"
-        return {
-            "architectures": ["LlavaNextForConditionalGeneration"], "model_type": "llava_next",
-            "ignore_index": -100, "image_grid_pinpoints": [list(p) for p in NEXT_PINPOINTS],
-            "image_token_index": image_token, "pad_token_id": pad_token,
-            "projector_hidden_act": "gelu", "use_image_newline_parameter": True,
-            "vision_feature_layer": -2, "vision_feature_select_strategy": "default",
-            "tie_word_embeddings": False, "text_config": text, "vision_config": vision,
-            "vocab_size": vocab, "torch_dtype": args.dtype,
-            "transformers_version": TRANSFORMERS_VERSION[args.arch],
-        }
-    return {
-        "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
-        "ignore_index": -100, "image_token_index": image_token, "pad_token_id": pad_token,
-        "projector_hidden_act": "gelu", "vision_feature_layer": -2,
-        "vision_feature_select_strategy": "default", "tie_word_embeddings": False,
-        "text_config": text, "vision_config": vision, "vocab_size": vocab,
-        "torch_dtype": args.dtype, "transformers_version": TRANSFORMERS_VERSION[args.arch],
-    }
+    # the family's config.json around them (llava-1.5, llava-next)
+    return families.get(args.arch).tiny_config(text, vision, image_token, pad_token, vocab,
+                                               args.dtype)
 
 
 def tokenizer_files(image_token, pad_token, processor_class="LlavaProcessor"):
@@ -194,25 +173,6 @@ def tokenizer_files(image_token, pad_token, processor_class="LlavaProcessor"):
         "special_tokens_map.json": special_tokens_map,
         "added_tokens.json": {"<image>": image_token, "<pad>": pad_token},
     }
-
-
-PREPROCESSOR = {
-    "crop_size": {"height": 336, "width": 336}, "do_center_crop": True, "do_convert_rgb": True,
-    "do_normalize": True, "do_rescale": True, "do_resize": True, "image_mean": CLIP_MEAN,
-    "image_processor_type": "CLIPImageProcessor", "image_std": CLIP_STD,
-    "processor_class": "LlavaProcessor", "resample": 3, "rescale_factor": 1 / 255,
-    "size": {"shortest_edge": 336},
-}
-# LlavaNextImageProcessor, as in llava-hf/llava-v1.6-vicuna-7b-hf
-PREPROCESSOR_NEXT = {
-    "aspect_ratio_setting": "anyres", "crop_size": {"height": 336, "width": 336},
-    "do_center_crop": True, "do_convert_rgb": True, "do_normalize": True, "do_pad": True,
-    "do_rescale": True, "do_resize": True,
-    "image_grid_pinpoints": [list(p) for p in NEXT_PINPOINTS], "image_mean": CLIP_MEAN,
-    "image_processor_type": "LlavaNextImageProcessor", "image_std": CLIP_STD,
-    "processor_class": "LlavaNextProcessor", "resample": 3, "rescale_factor": 1 / 255,
-    "size": {"shortest_edge": 336},
-}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -334,10 +294,9 @@ def write_json(path, obj):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.arch == "llava-onevision":
-        return make_tiny_onevision.make(args)
-    if args.arch == "qwen2.5-vl":
-        return make_tiny_qwen_vl.make(args)
+    family = families.get(args.arch)
+    if family.make_tiny is not None:  # llava-onevision, qwen2.5-vl: made by transformers itself
+        return family.make_tiny(args)
     os.makedirs(args.out, exist_ok=True)
 
     tok_path = os.path.join(args.out, "tokenizer.model")
@@ -351,16 +310,13 @@ def main(argv=None):
     config = make_config(args, tok_vocab)
     image_token, pad_token = config["image_token_index"], config["pad_token_id"]
     write_json(os.path.join(args.out, "config.json"), config)
-    next_arch = args.arch == "llava-next"
-    processor_class = "LlavaNextProcessor" if next_arch else "LlavaProcessor"
-    for name, obj in tokenizer_files(image_token, pad_token, processor_class).items():
+    for name, obj in tokenizer_files(image_token, pad_token, family.PROCESSOR_CLASS).items():
         write_json(os.path.join(args.out, name), obj)
-    write_json(os.path.join(args.out, "preprocessor_config.json"),
-               PREPROCESSOR_NEXT if next_arch else PREPROCESSOR)
+    write_json(os.path.join(args.out, "preprocessor_config.json"), family.TINY_PREPROCESSOR)
     write_json(os.path.join(args.out, "generation_config.json"),
                {"_from_model_config": True, "bos_token_id": 1, "eos_token_id": 2,
                 "pad_token_id": pad_token,
-                "transformers_version": TRANSFORMERS_VERSION[args.arch]})
+                "transformers_version": family.TRANSFORMERS_VERSION})
 
     weights = make_weights(config, args.seed, DTYPES[args.dtype], tok_vocab)
     if args.layout == "transformers-4.52":

@@ -56,22 +56,22 @@ def family_of_chat_template(text):
     return None
 
 
-def default_template(chat_template, text_model_type, special_tokens, arch="llava-1.5"):
-    """The LLaVA evaluation template for a checkpoint. special_tokens: the pieces that are one id
-    each (added tokens and SentencePiece pieces). LLaVA-OneVision / LLaVA-Video are evaluated with
-    LLaVA's conv_qwen_1_5 (lmms-eval's conv_template for them, the paper's video numbers)."""
-    if arch == "llava-onevision":
-        return "qwen_1_5"
-    if arch == "qwen2.5-vl":  # Qwen2.5-VL-Instruct's own chat template: ChatML, default system
-        return "chatml"
+# The chat-template family a text model's checkpoints use when they carry no chat template and
+# no ChatML tokens (text_config.model_type -> family; the rest are vicuna).
+FAMILY_OF_TEXT_MODEL = {"mistral": "mistral"}
+
+
+def default_template(chat_template, text_model_type, special_tokens):
+    """The LLaVA evaluation template for a checkpoint whose family has none of its own (the
+    families' DEFAULT_TEMPLATE: LLaVA-OneVision / LLaVA-Video are evaluated with LLaVA's
+    conv_qwen_1_5, Qwen2.5-VL with its ChatML). special_tokens: the pieces that are one id each
+    (added tokens and SentencePiece pieces)."""
     family = family_of_chat_template(chat_template)
     if family is None:
         if IM_START in special_tokens:
             family = "chatml"
-        elif text_model_type == "mistral":
-            family = "mistral"
         else:
-            family = "vicuna"
+            family = FAMILY_OF_TEXT_MODEL.get(text_model_type, "vicuna")
     return {"chatml": "chatml_direct", "mistral": "mistral_instruct", "vicuna": "vicuna_v1"}[family]
 
 

@@ -23,7 +23,7 @@ from typing import Tuple
 import torch
 import torch.nn as nn
 
-from .llava_model import CLIPEncoder
+from .llava_model import CLIPEncoder, VisionTower, assign_weights
 
 
 class SiglipEmbeddings(nn.Module):
@@ -63,3 +63,12 @@ class SiglipVisionTower(nn.Module):
         no_cls_feature = torch.zeros(B, 0, device=pixel_values.device, dtype=features.dtype)
         return (features[:, self.first_token:].contiguous(), no_cls, no_cls, mean_logits.contiguous(),
                 mean_probs.contiguous(), no_cls_feature, mean_keys.contiguous())
+
+
+def build_clip_or_siglip(ckpt, dtype, attention):
+    """A LLaVA-style family's tower: CLIP's VisionTower (a CLS token) or SiglipVisionTower (none),
+    by the vision_config's model_type, with ckpt.vision's weights."""
+    vision = ckpt.config.vision
+    cls = VisionTower if getattr(vision, "has_cls", True) else SiglipVisionTower
+    module = cls(vision, attention=attention, device="meta", dtype=dtype)
+    return assign_weights(module, ckpt.vision, dtype, "vision tower")

@@ -1,6 +1,7 @@
-"""Qwen2.5-VL checkpoint folders (config.json model_type "qwen2_5_vl") for era's exporter.
+"""Qwen2.5-VL (`Qwen2_5_VLForConditionalGeneration`, config.json model_type "qwen2_5_vl"): its
+config, processors, tensor layout, modules and manifest sections.
 
-hf_checkpoint.load_checkpoint / load_config dispatch here. The result is the same LlavaCheckpoint
+The registry (era_tools.families) dispatches here. The result is the same LlavaCheckpoint
 object export_llava.export_checkpoint takes for LLaVA, with config.arch "qwen2.5-vl":
   - config.vision: a QwenVisionConfig (the tower of qwen_vl_model.QwenVisionTower);
   - config.text: hf_checkpoint.TextConfig with qkv biases and `mrope_section`;
@@ -10,23 +11,38 @@ object export_llava.export_checkpoint takes for LLaVA, with config.arch "qwen2.5
     lm_head). Both name layouts are read: transformers 5's `model.visual.*`,
     `model.language_model.*`, `lm_head.*` and the released checkpoints' `visual.*`, `model.*`,
     `lm_head.*`; with tie_word_embeddings and no lm_head the embedding matrix is the head;
-  - the tokenizer: hf_checkpoint's byte-level (Qwen2) tokenizer.json handling (added tokens,
+  - the tokenizer: checkpoint_base's byte-level (Qwen2) tokenizer.json handling (added tokens,
     chat template, generation_config eos);
   - ckpt.image / ckpt.video: the manifest's "image" / "video" sections, from the saved image
     and video processors (Qwen2VLImageProcessor / Qwen2VLVideoProcessor).
 
-Errors are hf_checkpoint.CheckpointError naming the file and the field.
+Errors are checkpoint_base.CheckpointError naming the file and the field.
 """
 import os
+import sys
 from dataclasses import dataclass, field
 
-from .hf_checkpoint import (CLIP_MEAN, CLIP_STD, PIL_RESAMPLE_IDS, PIL_RESAMPLE_NAMES,
-                            CheckpointError, LlavaConfig, Preprocessor, TextConfig, _int,
-                            _read_json)
+import torch
+
+from ..checkpoint_base import (CLIP_MEAN, CLIP_STD, PIL_RESAMPLE_IDS, PIL_RESAMPLE_NAMES,
+                               CheckpointError, LlavaConfig, Preprocessor, TextConfig, _int,
+                               _read_json, attach_weights, byte_level_checkpoint, check_folder,
+                               decoder_shapes, load_added_tokens, load_chat_template,
+                               load_generation_eos, with_mode)
+from ..llava_model import assign_weights, build_llava_projector
+from ..prompt_template import QWEN_SYSTEM
+from ..qwen_vl_model import QwenVisionTower
+from .. import make_tiny_qwen_vl
 
 ARCH = "qwen2.5-vl"
+LABEL = "Qwen2.5-VL"
 MODEL_TYPE = "qwen2_5_vl"
 HF_CLASS = "Qwen2_5_VLForConditionalGeneration"
+OWN_CLASS_ERROR = True      # load_config names a wrong `architectures` itself
+IMAGE_NEWLINE = False
+DEFAULT_TEMPLATE = "chatml"  # Qwen2.5-VL-Instruct's own chat template: ChatML, default system
+LLAMA_TEXT_MODEL = False
+FIXED_IMAGE_MODE = None
 
 # Qwen2_5_VLTextConfig's defaults (transformers configuration_qwen2_5_vl.py).
 TEXT_DEFAULTS = {
@@ -242,7 +258,8 @@ def load_qwen_config(folder, raw=None):
     pad = raw.get("pad_token_id", (tc_raw or {}).get("pad_token_id"))
     cfg = LlavaConfig(vision=vision, text=text, image_token_id=ids["image_token_id"],
                       pad_token_id=-1 if pad is None else pad, projector_act="gelu",
-                      projector_bias=True, raw=raw, arch=ARCH, video_token_id=ids["video_token_id"])
+                      projector_bias=True, raw=raw, arch=ARCH, video_token_id=ids["video_token_id"],
+                      family=sys.modules[__name__])
     cfg.vision_start_id = ids["vision_start_token_id"]
     cfg.vision_end_id = ids["vision_end_token_id"]
     return cfg
@@ -386,19 +403,7 @@ def expected_shapes(cfg):
     W, D = v.feature_width, t.hidden_size
     projector = {"linear_1.weight": [W, W], "linear_1.bias": [W], "linear_2.weight": [D, W],
                  "linear_2.bias": [D]}
-    q_out, kv_out = t.num_heads * t.head_dim, t.num_kv_heads * t.head_dim
-    text = {"embed_tokens.weight": [t.vocab_size, D], "norm.weight": [D],
-            "lm_head.weight": [t.vocab_size, D]}
-    for i in range(t.num_layers):
-        p = f"layers.{i}."
-        text.update({p + "self_attn.q_proj.weight": [q_out, D], p + "self_attn.q_proj.bias": [q_out],
-                     p + "self_attn.k_proj.weight": [kv_out, D], p + "self_attn.k_proj.bias": [kv_out],
-                     p + "self_attn.v_proj.weight": [kv_out, D], p + "self_attn.v_proj.bias": [kv_out],
-                     p + "self_attn.o_proj.weight": [D, q_out],
-                     p + "mlp.gate_proj.weight": [t.intermediate_size, D],
-                     p + "mlp.up_proj.weight": [t.intermediate_size, D],
-                     p + "mlp.down_proj.weight": [D, t.intermediate_size],
-                     p + "input_layernorm.weight": [D], p + "post_attention_layernorm.weight": [D]})
+    text = decoder_shapes(t)  # qkv biases: TextConfig.qkv_bias
     return {"vision": vision, "projector": projector, "text": text}
 
 
@@ -457,14 +462,13 @@ def split_state_dict(tensors):
     return parts, origin, layouts, unknown
 
 
-def load_qwen_checkpoint(folder, load_weights=True):
+def load_checkpoint(folder, load_weights=True, raw=None):
     """A Qwen2.5-VL folder -> LlavaCheckpoint (arch "qwen2.5-vl"), tensors unless
     load_weights=False."""
-    from .hf_checkpoint import (_byte_level_checkpoint, attach_weights, load_added_tokens,
-                                load_chat_template, load_generation_eos)
-    cfg = load_qwen_config(folder)
+    folder = check_folder(folder)
+    cfg = load_qwen_config(folder, raw)
     pre, image = load_qwen_image_processor(folder, cfg.vision)
-    ckpt = _byte_level_checkpoint(folder, cfg, pre)
+    ckpt = byte_level_checkpoint(folder, cfg, pre)
     ckpt.image = image
     ckpt.video = load_qwen_video_processor(folder, cfg.vision)
     ckpt.added_tokens = load_added_tokens(folder, cfg)
@@ -508,6 +512,70 @@ def manifest_sections(ckpt, manifest):
     manifest["video"] = dict(ckpt.video)
     manifest["prompt"]["video_placeholder"] = "<video>"
     if manifest["prompt"]["template"] == "chatml":
-        from .prompt_template import QWEN_SYSTEM
         manifest["prompt"]["system"] = QWEN_SYSTEM
     return manifest
+
+
+# ------------------------------------------------------------------------------------------------
+# the family's hooks (era_tools.families)
+
+def load_config(folder, raw=None):
+    return load_qwen_config(folder, raw)
+
+
+def load_preprocessor(folder, vision, cfg=None):
+    return load_qwen_image_processor(folder, vision)[0]
+
+
+def with_image_mode(pre, mode, cfg):
+    return with_mode(pre, mode)
+
+
+def build_vision(ckpt, dtype, attention):
+    """Qwen2.5-VL's tower keeps its own (windowed) attention: patches + grid_thw."""
+    return assign_weights(QwenVisionTower(ckpt.config.vision, device="meta", dtype=dtype),
+                          ckpt.vision, dtype, "vision tower")
+
+
+def build_projector(ckpt, dtype):
+    # the merger MLP keeps the 4C width between its layers
+    return build_llava_projector(ckpt, dtype, image_newline=IMAGE_NEWLINE,
+                                 hidden_features=ckpt.config.vision.feature_width)
+
+
+def export_problem(ckpt):
+    return None
+
+
+def image_section(cfg, image):
+    return image  # manifest_sections writes the native-resolution "image" section
+
+
+def probe_extras(cfg, gen, T0):
+    """export_llava's probe inputs: two images (windows with padding, partial windows) and a
+    two-slice video of 2x3 windows; decoder positions [B,T,3] whose three axes differ."""
+    grid = torch.tensor([[1, 4, 6], [1, 8, 4], [2, 10, 18]])
+    n = int((grid[:, 0] * grid[:, 1] * grid[:, 2]).sum())
+    extra = {"patches": torch.randn(n, cfg.vision.patch_dim, generator=gen), "grid_thw": grid}
+    base = torch.arange(T0 + 3)
+    extra["pos"] = torch.stack([base, base + torch.tensor([0, 0, 1, 1, 0, 2, 0, 0]),
+                                base * 2 - torch.tensor([0, 1, 0, 1, 0, 0, 0, 0])],
+                               dim=-1).unsqueeze(0)
+    return extra
+
+
+def random_init(canon):
+    """The vision RMSNorms (make_tiny_llava.init_std knows LLaVA's names)."""
+    if canon.endswith(("norm1.weight", "norm2.weight", "ln_q.weight")):
+        return (1.0, 0.1)
+    return None
+
+
+# ---- tiny checkpoint (make_tiny_llava.py --arch qwen2.5-vl: transformers writes it) --------
+
+TRANSFORMERS_VERSION = None
+TINY_MAX_POSITIONS = 2048
+PROCESSOR_CLASS = "Qwen2_5_VLProcessor"
+TINY_PREPROCESSOR = None
+make_tiny = make_tiny_qwen_vl.make
+tiny_config = None
