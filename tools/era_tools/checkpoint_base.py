@@ -721,6 +721,21 @@ def decoder_shapes(t):
     return text
 
 
+def clip_layer_shapes(prefix, C, I):
+    """Name -> shape of one CLIP / SigLIP encoder layer (width C, MLP width I), its names behind
+    `prefix`, in the order the llava-hf checkpoints list them."""
+    shapes = {}
+    for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        shapes[prefix + f"self_attn.{proj}.weight"] = [C, C]
+        shapes[prefix + f"self_attn.{proj}.bias"] = [C]
+    for ln in ("layer_norm1", "layer_norm2"):
+        shapes[prefix + f"{ln}.weight"] = [C]
+        shapes[prefix + f"{ln}.bias"] = [C]
+    shapes.update({prefix + "mlp.fc1.weight": [I, C], prefix + "mlp.fc1.bias": [I],
+                   prefix + "mlp.fc2.weight": [C, I], prefix + "mlp.fc2.bias": [C]})
+    return shapes
+
+
 def llava_expected_shapes(cfg, image_newline=False):
     """Canonical name -> shape for everything a LLaVA-style family's exported modules need, per
     part (CLIP or SigLIP tower, the two-layer projector, plus `image_newline` where the family
@@ -741,17 +756,7 @@ def llava_expected_shapes(cfg, image_newline=False):
             "embeddings.position_embedding.weight": [v.num_patches, C],
         }
     for i in range(v.layers_run):
-        p = f"encoder.layers.{i}."
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            vision[p + f"self_attn.{proj}.weight"] = [C, C]
-            vision[p + f"self_attn.{proj}.bias"] = [C]
-        for ln in ("layer_norm1", "layer_norm2"):
-            vision[p + f"{ln}.weight"] = [C]
-            vision[p + f"{ln}.bias"] = [C]
-        vision[p + "mlp.fc1.weight"] = [I, C]
-        vision[p + "mlp.fc1.bias"] = [I]
-        vision[p + "mlp.fc2.weight"] = [C, I]
-        vision[p + "mlp.fc2.bias"] = [C]
+        vision.update(clip_layer_shapes(f"encoder.layers.{i}.", C, I))
 
     D = t.hidden_size
     projector = {"linear_1.weight": [D, v.feature_width], "linear_2.weight": [D, D]}

@@ -29,6 +29,7 @@ import tempfile
 import torch
 
 from . import families, make_tiny_onevision
+from .checkpoint_base import clip_layer_shapes
 from .hf_checkpoint import load_checkpoint
 from .safetensors_io import save_file
 
@@ -194,15 +195,7 @@ def tensor_shapes(config):
         "vision_tower.vision_model.post_layernorm.bias": [C],
     }
     for i in range(v["num_hidden_layers"]):
-        p = f"vision_tower.vision_model.encoder.layers.{i}."
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            shapes[p + f"self_attn.{proj}.weight"] = [C, C]
-            shapes[p + f"self_attn.{proj}.bias"] = [C]
-        for ln in ("layer_norm1", "layer_norm2"):
-            shapes[p + f"{ln}.weight"] = [C]
-            shapes[p + f"{ln}.bias"] = [C]
-        shapes.update({p + "mlp.fc1.weight": [I, C], p + "mlp.fc1.bias": [I],
-                       p + "mlp.fc2.weight": [C, I], p + "mlp.fc2.bias": [C]})
+        shapes.update(clip_layer_shapes(f"vision_tower.vision_model.encoder.layers.{i}.", C, I))
     D, V, FF = t["hidden_size"], t["vocab_size"], t["intermediate_size"]
     hd = D // t["num_attention_heads"]
     q_out, kv_out = t["num_attention_heads"] * hd, t["num_key_value_heads"] * hd

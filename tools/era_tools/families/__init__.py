@@ -10,7 +10,8 @@ manifest sections, its tiny test checkpoint:
   qwen2_5_vl        "qwen2.5-vl"       Qwen2_5_VLForConditionalGeneration       qwen2_5_vl
 
 The shared layers (checkpoint_base, safetensors_io, llava_model, the towers, prompt_template,
-era_ops) know no family; code that has to pick one looks it up here: by the manifest's arch
+era_ops, and llava_family_base: the hooks the LLaVA-style families have in common) know no
+family; code that has to pick one looks it up here: by the manifest's arch
 (`get`), by config.json's model_type / architectures (`of_config`, `of_hf_class`), or lets the
 registry read the folder (`load_config`, `load_checkpoint`). A config read by a family carries it
 (`LlavaConfig.family`), which is how llava_model's builders reach the family's modules without

@@ -10,17 +10,20 @@ tiny test checkpoint make_tiny_llava.py writes for it.
 import sys
 
 from .. import checkpoint_base as base
+from .. import llava_family_base as llava
 from ..checkpoint_base import CLIP_MEAN, CLIP_STD, LLAVA_DEFAULT_VISION, CheckpointError
-from ..llava_model import build_llava_projector
-from ..siglip_tower import build_clip_or_siglip
+# the family's hooks, as every LLaVA-style family has them
+from ..llava_family_base import (build_projector, build_vision, check_vision,  # noqa: F401
+                                 checkpoint_name, expected_shapes, export_problem, image_section,
+                                 manifest_sections, probe_extras, random_init, read_pinpoints,
+                                 read_video_token, split_state_dict)
 
 ARCH = "llava-1.5"
 LABEL = "LLaVA-1.5"
 MODEL_TYPE = "llava"
 HF_CLASS = "LlavaForConditionalGeneration"
 # What LlavaConfig assumes for fields config.json may leave out.
-DEFAULTS = {"text_type": "llama", "vision_type": "clip_vision_model", "feature_layer": -2,
-            "strategy": "default", "image_token": 32000}
+DEFAULTS = llava.LLAMA_CLIP_DEFAULTS
 DEFAULT_VISION = LLAVA_DEFAULT_VISION   # LlavaConfig's CLIP-L/14-336 without a vision_config
 IMAGE_NEWLINE = False                   # no image_newline parameter
 DEFAULT_TEMPLATE = None                 # prompt_template.default_template decides
@@ -30,19 +33,7 @@ FIXED_IMAGE_MODE = None                 # --image-mode pad / crop both apply
 _SELF = sys.modules[__name__]
 
 
-# ---- config and processor ------------------------------------------------------------------
-
-def check_vision(strategy, vision_type, path):
-    """Nothing beyond the common checks."""
-
-
-def read_pinpoints(raw, vision, path):
-    return None
-
-
-def read_video_token(raw, text, image_token, path):
-    return -1
-
+# ---- config, processor and weights ---------------------------------------------------------
 
 def load_config(folder, raw):
     return base.load_llava_config(folder, raw, _SELF)
@@ -51,68 +42,15 @@ def load_config(folder, raw):
 def load_preprocessor(folder, vision, cfg=None):
     """The checkpoint's CLIPImageProcessor / LlavaImageProcessor (base.parse_preprocessor);
     without one, LLaVA's own "pad" preprocessing at the tower's size."""
-    pc, path = base.read_image_processor(folder)
-    if pc is None:
-        return base.Preprocessor(crop_size=vision.image_size, shortest_edge=vision.image_size,
-                                 mode="pad")
-    return base.parse_preprocessor(pc, path, vision, cfg, ARCH, anyres=False)
+    return llava.load_clip_preprocessor(folder, vision, cfg, ARCH, anyres=False)
 
 
 def with_image_mode(pre, mode, cfg):
     return base.with_mode(pre, mode)
 
 
-# ---- weights -------------------------------------------------------------------------------
-
-def expected_shapes(cfg):
-    return base.llava_expected_shapes(cfg, IMAGE_NEWLINE)
-
-
-split_state_dict = base.split_state_dict
-checkpoint_name = base.checkpoint_name
-
-
 def load_checkpoint(folder, load_weights=True, raw=None):
-    cfg = load_config(folder, base.read_config(folder) if raw is None else raw)
-    pre = load_preprocessor(folder, cfg.vision, cfg)
-    return base.load_llava_checkpoint(folder, cfg, pre, load_weights)
-
-
-# ---- modules -------------------------------------------------------------------------------
-
-def build_vision(ckpt, dtype, attention):
-    return build_clip_or_siglip(ckpt, dtype, attention)
-
-
-def build_projector(ckpt, dtype):
-    return build_llava_projector(ckpt, dtype, image_newline=IMAGE_NEWLINE)
-
-
-# ---- export --------------------------------------------------------------------------------
-
-def export_problem(ckpt):
-    """Why this checkpoint cannot be exported (a message), or None."""
-    return None
-
-
-def image_section(cfg, image):
-    """The family's part of the manifest's "image" section (in place)."""
-    return image
-
-
-def manifest_sections(ckpt, manifest):
-    """The family's own manifest sections (in place): none beyond the common ones."""
-    return manifest
-
-
-def probe_extras(cfg, gen, T0):
-    """export_llava's probe inputs beyond the common ones: none."""
-    return {}
-
-
-def random_init(canon):
-    """(mean, std) of a random tensor make_random_bundle cannot name in the llava-hf layout."""
-    return None
+    return llava.load_checkpoint(_SELF, folder, load_weights, raw)
 
 
 # ---- tiny checkpoint (make_tiny_llava.py) --------------------------------------------------

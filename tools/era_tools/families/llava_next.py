@@ -11,16 +11,20 @@ copy, when present, must be the same list.
 import sys
 
 from .. import checkpoint_base as base
+from .. import llava_family_base as llava
 from ..checkpoint_base import CLIP_MEAN, CLIP_STD, LLAVA_DEFAULT_VISION, CheckpointError
-from ..llava_model import build_llava_projector
-from ..siglip_tower import build_clip_or_siglip
+# the family's hooks, as every LLaVA-style family has them
+from ..llava_family_base import (build_projector, build_vision,  # noqa: F401
+                                 checkpoint_name, expected_shapes, export_problem,
+                                 manifest_sections, probe_extras, random_init, read_video_token,
+                                 split_state_dict)
+from ..llava_family_base import pinpoints_image_section as image_section  # noqa: F401
 
 ARCH = "llava-next"
 LABEL = "LLaVA-NeXT"
 MODEL_TYPE = "llava_next"
 HF_CLASS = "LlavaNextForConditionalGeneration"
-DEFAULTS = {"text_type": "llama", "vision_type": "clip_vision_model", "feature_layer": -2,
-            "strategy": "default", "image_token": 32000}
+DEFAULTS = llava.LLAMA_CLIP_DEFAULTS
 DEFAULT_VISION = LLAVA_DEFAULT_VISION
 # LlavaNextConfig's default image_grid_pinpoints (also what llava-v1.6 config.json files list).
 NEXT_DEFAULT_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
@@ -33,7 +37,7 @@ FIXED_IMAGE_MODE = "LLaVA-NeXT always uses anyres tiles"
 _SELF = sys.modules[__name__]
 
 
-# ---- config and processor ------------------------------------------------------------------
+# ---- config, processor and weights ---------------------------------------------------------
 
 def check_vision(strategy, vision_type, path):
     if strategy == "full" and vision_type == "clip_vision_model":
@@ -49,10 +53,6 @@ def read_pinpoints(raw, vision, path):
                                 vision.image_size, f"{path}: image_grid_pinpoints")
 
 
-def read_video_token(raw, text, image_token, path):
-    return -1
-
-
 def load_config(folder, raw):
     return base.load_llava_config(folder, raw, _SELF)
 
@@ -60,65 +60,15 @@ def load_config(folder, raw):
 def load_preprocessor(folder, vision, cfg=None):
     """The checkpoint's LlavaNextImageProcessor (base.parse_preprocessor, anyres); without one,
     anyres at the tower's size."""
-    pc, path = base.read_image_processor(folder)
-    if pc is None:
-        return base.Preprocessor(crop_size=vision.image_size, shortest_edge=vision.image_size,
-                                 mode="anyres")
-    return base.parse_preprocessor(pc, path, vision, cfg, ARCH, anyres=True)
+    return llava.load_clip_preprocessor(folder, vision, cfg, ARCH, anyres=True)
 
 
 def with_image_mode(pre, mode, cfg):
     raise CheckpointError(f"--image-mode {mode} applies to LLaVA-1.5 only ({FIXED_IMAGE_MODE})")
 
 
-# ---- weights -------------------------------------------------------------------------------
-
-def expected_shapes(cfg):
-    return base.llava_expected_shapes(cfg, IMAGE_NEWLINE)
-
-
-split_state_dict = base.split_state_dict
-checkpoint_name = base.checkpoint_name
-
-
 def load_checkpoint(folder, load_weights=True, raw=None):
-    cfg = load_config(folder, base.read_config(folder) if raw is None else raw)
-    pre = load_preprocessor(folder, cfg.vision, cfg)
-    return base.load_llava_checkpoint(folder, cfg, pre, load_weights)
-
-
-# ---- modules -------------------------------------------------------------------------------
-
-def build_vision(ckpt, dtype, attention):
-    return build_clip_or_siglip(ckpt, dtype, attention)
-
-
-def build_projector(ckpt, dtype):
-    return build_llava_projector(ckpt, dtype, image_newline=IMAGE_NEWLINE)
-
-
-# ---- export --------------------------------------------------------------------------------
-
-def export_problem(ckpt):
-    return None
-
-
-def image_section(cfg, image):
-    # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
-    image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
-    return image
-
-
-def manifest_sections(ckpt, manifest):
-    return manifest
-
-
-def probe_extras(cfg, gen, T0):
-    return {}
-
-
-def random_init(canon):
-    return None
+    return llava.load_checkpoint(_SELF, folder, load_weights, raw)
 
 
 # ---- tiny checkpoint (make_tiny_llava.py) --------------------------------------------------

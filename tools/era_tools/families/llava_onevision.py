@@ -9,11 +9,15 @@ import os
 import sys
 
 from .. import checkpoint_base as base
+from .. import llava_family_base as llava
 from ..checkpoint_base import (CLIP_MEAN, CLIP_STD, ERA_RESAMPLE, PIL_RESAMPLE_IDS,
                                PIL_RESAMPLE_NAMES, PREPROCESSOR_FIXED, SIGLIP_VISION_DEFAULTS,
                                CheckpointError, Preprocessor, _read_json)
-from ..llava_model import build_llava_projector
-from ..siglip_tower import build_clip_or_siglip
+# the family's hooks, as every LLaVA-style family has them ("default" selection, which SigLIP
+# cannot have, is refused by export_problem, not check_vision)
+from ..llava_family_base import (build_projector, build_vision, check_vision,  # noqa: F401
+                                 checkpoint_name, expected_shapes, manifest_sections,
+                                 probe_extras, random_init, split_state_dict)
 from .. import make_tiny_onevision
 
 ARCH = "llava-onevision"
@@ -39,10 +43,6 @@ _SELF = sys.modules[__name__]
 
 
 # ---- config and processor ------------------------------------------------------------------
-
-def check_vision(strategy, vision_type, path):
-    """Nothing beyond the common checks (export_problem refuses "default")."""
-
 
 def read_pinpoints(raw, vision, path):
     return base.parse_pinpoints(raw.get("image_grid_pinpoints") or ONEVISION_DEFAULT_PINPOINTS,
@@ -153,30 +153,9 @@ def with_image_mode(pre, mode, cfg):
     return base.with_mode(pre, mode)
 
 
-# ---- weights -------------------------------------------------------------------------------
-
-def expected_shapes(cfg):
-    return base.llava_expected_shapes(cfg, IMAGE_NEWLINE)
-
-
-split_state_dict = base.split_state_dict
-checkpoint_name = base.checkpoint_name
-
-
 def load_checkpoint(folder, load_weights=True, raw=None):
-    cfg = load_config(folder, base.read_config(folder) if raw is None else raw)
-    pre = load_preprocessor(folder, cfg.vision, cfg)
-    return base.load_llava_checkpoint(folder, cfg, pre, load_weights, video=load_video_processor)
-
-
-# ---- modules -------------------------------------------------------------------------------
-
-def build_vision(ckpt, dtype, attention):
-    return build_clip_or_siglip(ckpt, dtype, attention)
-
-
-def build_projector(ckpt, dtype):
-    return build_llava_projector(ckpt, dtype, image_newline=IMAGE_NEWLINE)
+    """With the manifest's "video" section (load_video_processor)."""
+    return llava.load_checkpoint(_SELF, folder, load_weights, raw)
 
 
 # ---- export --------------------------------------------------------------------------------
@@ -192,23 +171,10 @@ def export_problem(ckpt):
 
 
 def image_section(cfg, image):
-    # (height, width) pairs, HF's reading, in config.json's order (the order breaks ties)
-    image["grid_pinpoints"] = [list(p) for p in cfg.grid_pinpoints]
+    llava.pinpoints_image_section(cfg, image)
     # "anyres_max_9": the unpadded tile grid is downscaled past 9 tiles' worth of tokens
     image["vision_aspect_ratio"] = cfg.raw.get("vision_aspect_ratio") or "anyres_max_9"
     return image
-
-
-def manifest_sections(ckpt, manifest):
-    return manifest
-
-
-def probe_extras(cfg, gen, T0):
-    return {}
-
-
-def random_init(canon):
-    return None
 
 
 # ---- tiny checkpoint (make_tiny_llava.py --arch llava-onevision: transformers writes it) ---
