@@ -1,4 +1,4 @@
-#include "image/anyres.h"
+#include "family/anyres.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,22 +1,17 @@
 #pragma once
-// LLaVA-NeXT "anyres" preprocessing (../shared/reference/llava.md A.6): choose a tile grid from
+// LLaVA-NeXT "anyres" preprocessing (transformers' LlavaNextImageProcessor): choose a tile grid from
 // the pinpoints, resize (Pillow bicubic) and pad (black) to it, cut 336 px tiles row-major, and
 // squash the whole image to one extra 336 px base crop.
 #include <opencv2/core.hpp>
 
-#include "image/clip_preprocess.h"
+#include "family/clip_preprocess.h"
 #include "image/pil_resize.h"
+#include "model/manifest.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace era {
-
-struct Resolution {
-  int64_t height = 0;
-  int64_t width = 0;
-  bool operator==(const Resolution& o) const { return height == o.height && width == o.width; }
-};
 
 // HF's select_best_resolution: the candidate (height, width) that keeps the most of the image's
 // pixels after an aspect-preserving fit, then the least waste; earlier candidates win ties (HF

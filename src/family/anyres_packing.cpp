@@ -1,4 +1,4 @@
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "image/anyres.h"
+#include "family/anyres.h"
 #include "reduce/reducer.h"
 
 namespace era {

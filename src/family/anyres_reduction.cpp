@@ -2,7 +2,7 @@
 
 #include "era/error.h"
 #include "family/vision_input.h"
-#include "image/anyres.h"
+#include "family/anyres.h"
 #include "reduce/budget.h"
 
 namespace era {

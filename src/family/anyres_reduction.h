@@ -5,7 +5,7 @@
 // original tokens. Each family packs the result its own way.
 #include <array>
 
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 #include "family/model_family.h"
 
 namespace era {

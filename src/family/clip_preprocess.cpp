@@ -1,4 +1,4 @@
-#include "image/clip_preprocess.h"
+#include "family/clip_preprocess.h"
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "video/frame_preprocess.h"
+#include "family/frame_preprocess.h"
 
 #include "era/error.h"
 #include "image/pil_resize.h"

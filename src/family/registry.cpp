@@ -1,5 +1,6 @@
 // The model families this build serves, by manifest `arch`. A new family adds one line here.
 #include <functional>
+#include <mutex>
 #include <utility>
 
 #include "era/error.h"
@@ -12,34 +13,64 @@
 namespace era {
 namespace {
 
-using Factory = std::function<std::unique_ptr<ModelFamily>(const ModelBundle&)>;
+struct Entry {
+  std::string arch;
+  FamilyFactory make;
+  ModuleChecks check_modules;  // the family's vision tower and projector against the manifest
+};
 
-const std::vector<std::pair<std::string, Factory>>& families() {
-  static const std::vector<std::pair<std::string, Factory>> table = {
-      {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }},
-      {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }},
-      {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }},
-      {"qwen2.5-vl", [](const ModelBundle& b) { return std::make_unique<Qwen25VlFamily>(b); }},
+// The table, and the lock that guards additions (register_model_family) against lookups.
+std::mutex& table_lock() {
+  static std::mutex lock;
+  return lock;
+}
+
+std::vector<Entry>& families() {
+  static std::vector<Entry> table = {
+      {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }, check_llava_modules},
+      {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }, check_llava_modules},
+      {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }, check_llava_modules},
+      {"qwen2.5-vl", [](const ModelBundle& b) { return std::make_unique<Qwen25VlFamily>(b); }, check_qwen25vl_modules},
   };
   return table;
 }
 
-}  // namespace
-
-std::vector<std::string> known_architectures() {
-  std::vector<std::string> names;
-  for (const auto& [arch, make] : families()) names.push_back(arch);
-  return names;
-}
-
-std::unique_ptr<ModelFamily> make_model_family(const ModelBundle& bundle) {
-  for (const auto& [arch, make] : families()) {
-    if (arch == bundle.manifest.arch) return make(bundle);
+Entry entry_of(const ModelBundle& bundle) {
+  {
+    const std::lock_guard<std::mutex> hold(table_lock());
+    for (const Entry& e : families()) {
+      if (e.arch == bundle.manifest.arch) return e;
+    }
   }
   std::string known;
   for (const auto& a : known_architectures()) known += (known.empty() ? "" : ", ") + a;
   throw Error(ErrorCode::kBundle, bundle.dir + "/manifest.json: architecture '" + bundle.manifest.arch +
                                       "' is not supported by this build (" + known + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> known_architectures() {
+  const std::lock_guard<std::mutex> hold(table_lock());
+  std::vector<std::string> names;
+  for (const Entry& e : families()) names.push_back(e.arch);
+  return names;
+}
+
+std::unique_ptr<ModelFamily> make_model_family(const ModelBundle& bundle) { return entry_of(bundle).make(bundle); }
+
+void check_family_modules(const ModelBundle& bundle) {
+  const Entry entry = entry_of(bundle);
+  if (entry.check_modules) entry.check_modules(bundle);
+}
+
+void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules) {
+  if (arch.empty() || !make) throw Error(ErrorCode::kInvalidArgument, "register_model_family: needs an arch and a factory");
+  const std::lock_guard<std::mutex> hold(table_lock());
+  for (const Entry& e : families()) {
+    if (e.arch == arch) throw Error(ErrorCode::kInvalidArgument, "register_model_family: arch '" + arch + "' is taken");
+  }
+  families().push_back({arch, std::move(make), std::move(check_modules)});
 }
 
 }  // namespace era

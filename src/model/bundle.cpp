@@ -13,6 +13,7 @@
 #include "model/export_compat.h"
 #include "kernels/huge_pages.h"
 #include "model/int8_weights.h"
+#include "model/module_checks.h"
 #include "util/input_file.h"
 #include "util/error_text.h"
 
@@ -20,12 +21,6 @@ namespace era {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string shape_str(at::IntArrayRef shape) {
-  std::ostringstream os;
-  os << shape;
-  return os.str();
-}
 
 // The path of the file a `files.*` field names: relative, inside the bundle folder once every
 // symbolic link is resolved, and a regular file (a FIFO or device would block the loader or
@@ -57,149 +52,11 @@ torch::jit::Module load_module(const std::string& dir, const std::string& field,
   }
 }
 
-// Checks the shape of one named parameter of a module against what the manifest implies (-1 in
-// an expected shape: any size in that dimension).
-class ShapeChecker {
- public:
-  ShapeChecker(const torch::jit::Module& m, std::string dir, std::string file) : dir_(std::move(dir)), file_(std::move(file)) {
-    for (const auto& p : m.named_parameters(/*recurse=*/true)) params_.emplace(p.name, p.value.sizes().vec());
-    // weight-only int8 linears (model/int8_linear.h) hold their int8 weight as a buffer
-    for (const auto& b : m.named_buffers(/*recurse=*/true)) {
-      const std::string suffix = ".weight";
-      const bool weight = b.name.size() > suffix.size() && b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-      if (weight && b.value.scalar_type() == torch::kChar) params_.emplace(b.name, b.value.sizes().vec());
-    }
-    // int8 linears (tools/era_tools/int8_weights.py) hold their weight packed, not as a
-    // parameter: their declared [out_features, in_features] stands in for it
-    for (const auto& sub : m.named_modules()) {
-      if (!sub.value.hasattr("_packed") || !sub.value.hasattr("out_features") || !sub.value.hasattr("in_features")) continue;
-      params_.emplace(sub.name + ".weight",
-                      std::vector<int64_t>{sub.value.attr("out_features").toInt(), sub.value.attr("in_features").toInt()});
-    }
-  }
-  bool has(const std::string& name) const { return params_.count(name) > 0; }
-  void expect(const std::string& name, std::vector<int64_t> shape) const {
-    const auto it = params_.find(name);
-    if (it == params_.end()) {
-      throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " has no parameter '" + name + "' (not an era export?)");
-    }
-    bool same = it->second.size() == shape.size();
-    for (size_t d = 0; same && d < shape.size(); ++d) same = shape[d] < 0 || it->second[d] == shape[d];
-    if (!same) {
-      throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": " + file_ + " parameter '" + name + "' has shape " +
-                                          shape_str(it->second) + " but the manifest implies " + shape_str(shape) +
-                                          " (module from another model?)");
-    }
-  }
-
- private:
-  std::map<std::string, std::vector<int64_t>> params_;  // name -> shape
-  std::string dir_, file_;
-};
-
-std::string shown(int64_t v) { return std::to_string(v); }
-std::string shown(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-std::string shown(const std::vector<int64_t>& v) {
-  std::string text = "[";
-  for (size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + std::to_string(v[i]);
-  return text + "]";
-}
-
-// Checks the manifest against the values the exporter's modules keep as attributes:
-// torch.jit.script keeps a module's Python ints, floats and lists (tools/era_tools/llava_model.py:
-// each attention's num_heads / num_kv_heads / head_dim, the decoder's rope_theta, ...). The weight
-// shapes fix only products such as num_heads x head_dim: a manifest that keeps the product but not
-// the split would load, then fail inside TorchScript in every request. A module or attribute that
-// is not there (modules from another exporter) is not checked.
-class AttributeChecker {
- public:
-  AttributeChecker(const torch::jit::Module& m, std::string dir, std::string file)
-      : dir_(std::move(dir)), file_(std::move(file)) {
-    for (const auto& sub : m.named_modules()) modules_.emplace(sub.name, sub.value);
-  }
-  // manifest `field` = `expected` must be the attribute `name` of the submodule `module` ("" = the
-  // module itself).
-  void expect(const std::string& module, const std::string& name, const std::string& field, int64_t expected) const {
-    const auto value = attribute(module, name);
-    if (value && value->isInt() && value->toInt() != expected) fail(module, name, field, shown(expected), shown(value->toInt()));
-  }
-  void expect(const std::string& module, const std::string& name, const std::string& field, double expected) const {
-    const auto value = attribute(module, name);
-    // both are the exporter's one Python float, written as its shortest round-trip text: equal
-    // unless they were edited apart (the tolerance only absorbs a differently printed manifest)
-    if (value && value->isDouble() && std::fabs(value->toDouble() - expected) > 1e-9 * std::fabs(expected))
-      fail(module, name, field, shown(expected), shown(value->toDouble()));
-  }
-  void expect(const std::string& module, const std::string& name, const std::string& field,
-              const std::vector<int64_t>& expected) const {
-    const auto value = attribute(module, name);
-    if (value && value->isIntList() && value->toIntVector() != expected)
-      fail(module, name, field, shown(expected), shown(value->toIntVector()));
-  }
-  // A list of booleans attribute against the indexes where it must be true (Qwen2.5-VL's
-  // full-attention blocks).
-  void expect_true_at(const std::string& module, const std::string& name, const std::string& field,
-                      const std::vector<int64_t>& expected) const {
-    const auto value = attribute(module, name);
-    if (!value || !value->isBoolList()) return;
-    std::vector<int64_t> at;
-    const auto flags = value->toBoolList();
-    for (size_t i = 0; i < flags.size(); ++i)
-      if (flags.get(i)) at.push_back(static_cast<int64_t>(i));
-    if (at != expected) fail(module, name + " (true at)", field, shown(expected), shown(at));
-  }
-
- private:
-  std::optional<c10::IValue> attribute(const std::string& module, const std::string& name) const {
-    const auto it = modules_.find(module);
-    if (it == modules_.end() || !it->second.hasattr(name)) return std::nullopt;
-    return it->second.attr(name);
-  }
-  [[noreturn]] void fail(const std::string& module, const std::string& name, const std::string& field, const std::string& manifest,
-                         const std::string& actual) const {
-    throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": manifest.json: " + field + " = " + manifest + " but " + file_ + "'s " +
-                                        (module.empty() ? "" : module + ".") + name + " is " + actual +
-                                        " (the value the module was exported with)");
-  }
-
-  std::map<std::string, torch::jit::Module> modules_;  // submodule name -> module
-  std::string dir_, file_;
-};
-
-// The head layout and the other values baked into the modules (AttributeChecker).
-void check_module_attributes(const ModelBundle& b) {
+// The decoder's head layout and the other values baked into it (AttributeChecker); the vision
+// tower's are its family's (load_bundle's `family_checks`).
+void check_decoder_attributes(const ModelBundle& b) {
   const auto& m = b.manifest;
-  const auto& v = m.vision;
   const auto& t = m.text;
-  AttributeChecker vision(b.vision, b.dir, m.vision_file);
-  if (m.image.layout == ImageLayout::kNative) {
-    vision.expect("", "num_heads", "vision.num_heads", v.num_heads);
-    for (int64_t i = 0; i < v.num_layers; ++i)
-      vision.expect("blocks." + std::to_string(i) + ".attn", "num_heads", "vision.num_heads", v.num_heads);
-    vision.expect("", "merge", "vision.spatial_merge_size", v.spatial_merge_size);
-    // the exporter's window in merged-token units: window_size // spatial_merge_size // patch_size
-    if (v.window_size > 0) {
-      vision.expect("", "window_units", "vision.window_size " + std::to_string(v.window_size) + " / spatial_merge_size / patch_size",
-                    v.window_size / v.spatial_merge_size / v.patch_size);
-    }
-    if (v.fullatt_block_indexes)
-      vision.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
-  } else {
-    for (int64_t i = 0; i < v.layers_run; ++i)
-      vision.expect("encoder.layers." + std::to_string(i) + ".self_attn", "num_heads", "vision.num_heads", v.num_heads);
-    vision.expect("encoder", "num_layers", "vision.layers_run", v.layers_run);
-    // HF hidden_states indices, made non-negative as the exporter does (num_layers + 1 + k)
-    std::vector<int64_t> indices;
-    for (const int64_t k : v.feature_layers) indices.push_back(k < 0 ? v.num_layers + 1 + k : k);
-    vision.expect("encoder", "feature_indices", "vision.feature_layers " + shown(v.feature_layers) + " as hidden_states indices",
-                  indices);
-    vision.expect("", "first_token", "vision.select_strategy \"" + v.select_strategy + "\" as the first feature token",
-                  int64_t{v.select_strategy == "full" ? 0 : 1});
-  }
   AttributeChecker dec(b.decoder, b.dir, m.decoder_file);
   // the heads first: the usual way a manifest goes wrong is a split of hidden_size into other heads
   for (int64_t i = 0; i < t.num_layers; ++i) {
@@ -221,56 +78,9 @@ void check_module_attributes(const ModelBundle& b) {
   if (t.rms_norm_eps > 0) dec.expect("norm", "eps", "text.rms_norm_eps", t.rms_norm_eps);
 }
 
-// A native-resolution tower (Qwen2.5-VL): Conv3d patch embedding, blocks with fused q/k/v and
-// gated MLPs, the merger's RMSNorm (its MLP is the projector).
-void check_native_tower(ShapeChecker& vision, const ModelBundle& b) {
-  const auto& v = b.manifest.vision;
-  vision.expect("patch_embed.proj.weight", {v.hidden_size, 3, v.temporal_patch_size, v.patch_size, v.patch_size});
-  const int64_t mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
-  for (int64_t i = 0; i < v.num_layers; ++i) {
-    const std::string p = "blocks." + std::to_string(i) + ".";
-    vision.expect(p + "attn.qkv.weight", {3 * v.hidden_size, v.hidden_size});
-    vision.expect(p + "attn.proj.weight", {v.hidden_size, v.hidden_size});
-    vision.expect(p + "mlp.gate_proj.weight", {mlp, v.hidden_size});
-    vision.expect(p + "mlp.down_proj.weight", {v.hidden_size, mlp});
-  }
-  if (vision.has("blocks." + std::to_string(v.num_layers) + ".attn.qkv.weight")) {
-    throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + b.manifest.vision_file + " has more than the manifest's " +
-                                        std::to_string(v.num_layers) + " vision blocks (vision.num_layers)");
-  }
-}
-
-void check_modules(const ModelBundle& b) {
+// The decoder's and the tokenizer's checks, common to every family.
+void check_common_modules(const ModelBundle& b) {
   const auto& m = b.manifest;
-  const auto& v = m.vision;
-  ShapeChecker vision(b.vision, b.dir, m.vision_file);
-  if (m.image.layout == ImageLayout::kNative) {
-    check_native_tower(vision, b);
-  } else {
-  vision.expect("embeddings.patch_embedding.weight", {v.hidden_size, 3, v.patch_size, v.patch_size});
-  vision.expect("embeddings.position_embedding.weight", {v.num_patches + (v.has_cls ? 1 : 0), v.hidden_size});
-  // The exporter keeps the layers_run layers the features need (the rest never run).
-  const int64_t vision_mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
-  for (int64_t i = 0; i < v.layers_run; ++i) {
-    const std::string p = "encoder.layers." + std::to_string(i) + ".";
-    for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"})
-      vision.expect(p + "self_attn." + proj + ".weight", {v.hidden_size, v.hidden_size});
-    vision.expect(p + "mlp.fc1.weight", {vision_mlp, v.hidden_size});
-    vision.expect(p + "mlp.fc2.weight", {v.hidden_size, vision_mlp});
-  }
-  if (vision.has("encoder.layers." + std::to_string(v.layers_run) + ".self_attn.q_proj.weight")) {
-    throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.vision_file + " has more than the manifest's " +
-                                        std::to_string(v.layers_run) + " vision layers (vision.layers_run)");
-  }
-  }
-
-  ShapeChecker proj(b.projector, b.dir, m.projector_file);
-  // Qwen2.5-VL's merger MLP keeps its input width inside (4C -> 4C -> D); LLaVA's goes to D first
-  const int64_t hidden = m.image.layout == ImageLayout::kNative ? m.projector_in : m.projector_out;
-  proj.expect("linear_1.weight", {hidden, m.projector_in});
-  proj.expect("linear_2.weight", {m.projector_out, hidden});
-  if (m.image.layout == ImageLayout::kAnyres) proj.expect("image_newline", {m.projector_out});
-
   const auto& t = m.text;
   ShapeChecker dec(b.decoder, b.dir, m.decoder_file);
   dec.expect("embed_tokens.weight", {t.vocab_size, t.hidden_size});
@@ -292,7 +102,7 @@ void check_modules(const ModelBundle& b) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has more than the manifest's " +
                                         std::to_string(t.num_layers) + " layers");
   }
-  check_module_attributes(b);  // after the shapes: what they cannot tell apart
+  check_decoder_attributes(b);  // after the shapes: what they cannot tell apart
   for (const char* method : {"embed", "forward", "attend"}) {
     if (!b.decoder.find_method(method)) {
       throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has no method '" + method + "'");
@@ -370,7 +180,8 @@ void convert_floating_tensors(torch::jit::Module& top, torch::ScalarType dtype) 
 
 }  // namespace
 
-ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std::optional<torch::ScalarType> dtype) {
+ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std::optional<torch::ScalarType> dtype,
+                        const ModuleChecks& family_checks) {
   if (!fs::is_directory(dir)) throw Error(ErrorCode::kBundle, "model bundle not found: " + dir);
   ModelBundle b;
   b.dir = dir;
@@ -389,7 +200,8 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
   b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
   b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
-  check_modules(b);
+  if (family_checks) family_checks(b);  // the vision tower and projector: the family's knowledge
+  check_common_modules(b);
 
   b.dtype = dtype.value_or(parse_dtype(b.manifest.dtype));
   b.device = device;
@@ -403,12 +215,18 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   b.int8_sources_freed = finish_int8_load(b, int8);
   // Last, once every weight has its final form: decode streams them all each step.
   if (device.is_cpu()) b.huge_page_bytes = move_to_huge_pages(b.decoder);
-  if (b.manifest.image.layout == ImageLayout::kAnyres) {
-    for (const auto& p : b.projector.named_parameters()) {
-      if (p.name == "image_newline") b.image_newline = p.value;
-    }
-  }
   return b;
+}
+
+}  // namespace era
+
+namespace era {
+
+torch::Tensor projector_parameter(const ModelBundle& bundle, const std::string& name) {
+  for (const auto& p : bundle.projector.named_parameters()) {
+    if (p.name == name) return p.value;
+  }
+  return {};
 }
 
 }  // namespace era

@@ -4,6 +4,7 @@
 // than deep inside a forward pass.
 #include <torch/script.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,7 +23,6 @@ struct ModelBundle {
   std::unique_ptr<Tokenizer> tokenizer;
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat;
-  torch::Tensor image_newline;  // [D] LLaVA-NeXT's row separator token (undefined for LLaVA-1.5)
   // Whether TorchScript optimises the modules' graphs (model/graph_optimizer.h): set by the
   // session, honoured by every call through GraphOptimizerScope.
   bool optimize_graphs = true;
@@ -44,9 +44,18 @@ struct ModelBundle {
 torch::ScalarType parse_dtype(const std::string& name);
 std::string dtype_name(torch::ScalarType dtype);
 
-// Loads DIR, moves the modules to `device` and, if given, converts them to `dtype`.
-// Throws era::Error(kBundle) naming the file and the mismatch.
+// Checks of the modules that only the bundle's family knows (its vision tower and projector);
+// throw era::Error(kBundle) naming the file and the mismatch.
+using ModuleChecks = std::function<void(const ModelBundle&)>;
+
+// Loads DIR, moves the modules to `device` and, if given, converts them to `dtype`. Runs
+// `family_checks` (family/model_family.h: check_family_modules) on the modules as loaded, then
+// the decoder's and the tokenizer's own checks. Throws era::Error(kBundle) naming the file and
+// the mismatch.
 ModelBundle load_bundle(const std::string& dir, const torch::Device& device,
-                        std::optional<torch::ScalarType> dtype = std::nullopt);
+                        std::optional<torch::ScalarType> dtype = std::nullopt, const ModuleChecks& family_checks = {});
+
+// The projector's parameter `name` (e.g. LLaVA-NeXT's image_newline); undefined if it has none.
+torch::Tensor projector_parameter(const ModelBundle& bundle, const std::string& name);
 
 }  // namespace era

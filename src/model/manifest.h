@@ -7,11 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "image/anyres.h"
 #include "image/pil_resize.h"
 #include "text/prompt.h"
 
 namespace era {
+
+// A (height, width) pair, e.g. an anyres grid pinpoint (family/anyres.h).
+struct Resolution {
+  int64_t height = 0;
+  int64_t width = 0;
+  bool operator==(const Resolution& o) const { return height == o.height && width == o.width; }
+};
 
 struct VisionSpec {
   int64_t image_size = 336;

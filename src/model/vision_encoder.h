@@ -22,6 +22,14 @@ struct VisionOutput {
   std::function<torch::Tensor(const torch::Tensor&)> project;
 };
 
+// One vision pass's input: fixed-size crops [B, 3, S, S] (grid_thw undefined), or the
+// native-resolution patches [P, patch_dim] of items whose grids grid_thw [items, 3] int64 gives.
+struct VisionBatch {
+  torch::Tensor pixel_values;
+  torch::Tensor grid_thw;
+  bool empty() const { return !pixel_values.defined() || pixel_values.size(0) == 0; }
+};
+
 class VisionEncoder {
  public:
   explicit VisionEncoder(ModelBundle& bundle) : bundle_(bundle) {}
@@ -32,6 +40,10 @@ class VisionEncoder {
   // `grid_thw` [items, 3] int64, all in one pass. The output is one row (B = 1) of every item's
   // tokens in order (P / merge^2 of them): features [1, N, C], saliency [1, H, N].
   VisionOutput encode_native(const torch::Tensor& patches, const torch::Tensor& grid_thw);
+  // Either of the above, as the batch holds.
+  VisionOutput encode(const VisionBatch& batch) {
+    return batch.grid_thw.defined() ? encode_native(batch.pixel_values, batch.grid_thw) : encode(batch.pixel_values);
+  }
 
  private:
   // The module's output tuple, projected.

@@ -27,7 +27,7 @@ ImageReduction describe(const std::string& method, int64_t original, const Reduc
 // placeholders removed, no BOS, no chat template or "ASSISTANT:" suffix.
 torch::Tensor instruction_embeddings(const SessionState& impl, const Request& request) {
   std::string text = request.prompt;
-  for (const std::string& placeholder : {impl.family->image_placeholder(), impl.bundle.manifest.prompt.video_placeholder}) {
+  for (const std::string& placeholder : {impl.family->prompt().image_placeholder(), impl.bundle.manifest.prompt.video_placeholder}) {
     for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
   }
   const std::vector<int64_t> ids = impl.bundle.tokenizer->encode(text);
@@ -38,18 +38,15 @@ torch::Tensor instruction_embeddings(const SessionState& impl, const Request& re
 }  // namespace
 
 VisionOutput encode_vision(const SessionState& impl, const PreparedRequest& prepared) {
-  if (prepared.grid_thw.defined()) return impl.vision->encode_native(prepared.pixel_values, prepared.grid_thw);
-  return impl.vision->encode(prepared.pixel_values);
+  return impl.vision->encode(prepared.pixels);
 }
 
 ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedRequest& prepared,
                             const Request& request) {
-  const PreparedInput& in = prepared.input;
   const MethodSpec& method = find_method(request.reduction.method);
   ImageTokens image;
   image.vision = &vision;
   if (method.capabilities.needs_instruction) image.instruction = instruction_embeddings(impl, request);
-  const int64_t per_crop = impl.bundle.manifest.vision.tokens_per_crop;
   // Under select_strategy "full" the CLS token is a visual token too: every method's saliency,
   // pooling and grid geometry cover the patches only, so only "full" (keep everything) runs.
   if (impl.bundle.manifest.vision.keeps_cls() && method.name != "full") {
@@ -71,28 +68,19 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   }
   const auto reducer = make_reducer(reduction);
   ReducedImages out;
-  const bool native = impl.family->native_resolution();
-  for (size_t i = 0; i < in.crops_per_image.size(); ++i) {
-    image.count = in.crops_per_image[i];
-    image.size = in.image_sizes[i];
-    int64_t original = image.count * per_crop;
-    if (native) {
-      const auto& g = in.grids[i];
-      image.grid = {g[0], g[1], g[2]};
-      image.time_step = prepared.time_steps[i];
-      original = impl.family->native_tokens(image.grid);
-    }
-    if (i < in.media.size() && in.media[i] == MediaKind::kVideo) {
-      out.tokens.push_back(impl.family->reduce_video(image, method, *reducer, reduction));
-      if (!native) original = image.count * impl.family->tokens_per_frame();
-      out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
-      out.descriptions.back().media = MediaKind::kVideo;
-    } else {
-      out.tokens.push_back(impl.family->reduce_image(image, method, *reducer, reduction));
-      out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
-    }
+  const TokenPacker& packer = impl.family->packer();
+  for (const ImageTokens& item : prepared.items) {
+    image.media = item.media;
+    image.count = item.count;
+    image.size = item.size;
+    image.grid = item.grid;
+    image.time_step = item.time_step;
+    const int64_t original = packer.item_tokens(image);
+    out.tokens.push_back(packer.reduce(image, method, *reducer, reduction));
+    out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
+    out.descriptions.back().media = item.media;
     image.first += image.count;
-    if (native) image.first_token += original;
+    image.first_token += original;
   }
   return out;
 }

@@ -71,7 +71,7 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
   }
   PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, prepared.input.video_token_id, images.tokens);
   seq.compact_positions = request.reduction.positions == "compact";
-  seq.positions = impl.family->position_ids(seq);
+  seq.positions = impl.family->positions().position_ids(seq);
   result.reductions = std::move(images.descriptions);
   st.visual_tokens = seq.visual_tokens();
   st.visual_tokens_early_layers = st.visual_tokens;
@@ -120,7 +120,7 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->image_limits.max_pixels = options.max_image_pixels;
-  impl->bundle = load_bundle(bundle_dir, device, dtype);
+  impl->bundle = load_bundle(bundle_dir, device, dtype, check_family_modules);
   impl->bundle.optimize_graphs = optimize_graphs(jit_optimize, device);
   apply_cpu_matmul(impl->bundle, cpu_matmul);
   const int torch_threads = configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));
@@ -242,9 +242,9 @@ AttentionReport Session::attention_report(const Request& request) try {
   const PreparedInput& in = prepared.input;
   PromptSequence seq_full = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, full.tokens);
   PromptSequence seq_reduced = build_sequence(dec, in.token_ids, in.image_token_id, in.video_token_id, reduced.tokens);
-  seq_full.positions = impl_->family->position_ids(seq_full);
+  seq_full.positions = impl_->family->positions().position_ids(seq_full);
   seq_reduced.compact_positions = request.reduction.positions == "compact";
-  seq_reduced.positions = impl_->family->position_ids(seq_reduced);
+  seq_reduced.positions = impl_->family->positions().position_ids(seq_reduced);
   check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->bundle.manifest.text);
 
   KvCache cache_full = dec.make_cache(1, seq_full.length());
@@ -269,7 +269,7 @@ ModelInfo Session::info() const {
   i.dtype = dtype_name(b.dtype);
   i.device = b.device.str();
   i.attention = b.manifest.attention;
-  i.visual_tokens_per_image = impl_->family->max_visual_tokens();
+  i.visual_tokens_per_image = impl_->family->packer().max_visual_tokens();
   i.tokens_per_crop = b.manifest.vision.tokens_per_crop;
   i.max_context = impl_->max_context();
   i.tokenizer_shim = sentencepiece_shim_path();  // loaded by open(): cannot throw here
@@ -290,7 +290,7 @@ debug::PreparedTensors debug::prepare(const Session& session, const Request& req
   PreparedRequest prepared = prepare_request(SessionAccess::state(session), request);
   debug::PreparedTensors out;
   static_cast<PreparedInput&>(out) = std::move(prepared.input);
-  out.pixel_values = std::move(prepared.pixel_values);
+  out.pixel_values = std::move(prepared.pixels.pixel_values);
   return out;
 } catch (...) {
   rethrow_as_era_error();

@@ -1,6 +1,6 @@
 // LLaVA-1.5 preprocessing ("pad" and "crop", any filter and shortest edge): C++ vs
 // pil_reference.preprocess_pad / preprocess_llava15, bit for bit.
-#include "image/clip_preprocess.h"
+#include "family/clip_preprocess.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "family/llava_base.h"
-#include "image/anyres.h"
-#include "image/clip_preprocess.h"
+#include "family/anyres.h"
+#include "family/clip_preprocess.h"
 #include "image/image_test_util.h"
 #include "model/manifest.h"
 

@@ -1,7 +1,7 @@
 // LLaVA-NeXT anyres preprocessing: HF's select_best_resolution (including the 2-tile tie), and
 // the crops bit for bit against an independent Pillow implementation of HF's processor
 // (tests/python/make_anyres_refs.py, fixture "fixture.anyres").
-#include "image/anyres.h"
+#include "family/anyres.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 #include "era/error.h"
 #include "image/image_io.h"
 #include "image/image_test_util.h"
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 #include "util/npy.h"
 
 namespace era {

@@ -2,7 +2,7 @@
 // int(round(x, 7)) rule against plain int()), the token counts of llava.md A.6, pack_anyres with
 // the identity reduction against a plain tensor implementation of HF's packing, and with random
 // per-crop reductions (order, newlines, biases, clusters dropped by unpad).
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 
 #include <gtest/gtest.h>
 
@@ -26,10 +26,10 @@ namespace {
 
 constexpr int64_t kP = 24;  // patches per tile side
 
-std::vector<Resolution> next_pinpoints() { return {{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}}; }
+std::vector<Resolution> packing_pinpoints() { return {{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}}; }
 
 AnyresGeometry geometry_for(int64_t h, int64_t w) {
-  const Resolution best = select_best_resolution({h, w}, next_pinpoints());
+  const Resolution best = select_best_resolution({h, w}, packing_pinpoints());
   AnyresGeometry g;
   g.original = {h, w};
   g.rows = best.height / 336;
@@ -117,7 +117,7 @@ ReducedTokens identity(int64_t n, int64_t d, torch::Dtype dtype, uint64_t seed) 
   return r;
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
+void expect_packing_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
 
 // Sizes (HxW) where unpad is awkward: int() and round() disagree, odd remainders, extreme aspect.
 const std::vector<std::pair<int64_t, int64_t>> kAwkward = {
@@ -284,10 +284,10 @@ TEST(AnyresPackingTest, ConcatCropsOffsetsEverything) {
   EXPECT_EQ(fj.kept, ids);
   EXPECT_EQ(fj.assignment, ids);
 
-  expect_invalid([] { concat_crops({}, 576); }, "no crops");
-  expect_invalid([&] { concat_crops(crops, n - 1); }, "assignments");
+  expect_packing_invalid([] { concat_crops({}, 576); }, "no crops");
+  expect_packing_invalid([&] { concat_crops(crops, n - 1); }, "assignments");
   crops[1].entropy.clear();
-  expect_invalid([&] { concat_crops(crops, n); }, "entropy");
+  expect_packing_invalid([&] { concat_crops(crops, n); }, "entropy");
 }
 
 TEST(AnyresPackingTest, ReducedPackingKeepsBoxTokensAndNewlines) {
@@ -383,7 +383,7 @@ TEST(AnyresPackingTest, ReducedPackingKeepsBoxTokensAndNewlines) {
       const int64_t a = joint.assignment[per_crop + i];
       if (a < 0 || joint.kept[a] != corner) continue;  // became an anchor itself
       ++corner_members;
-      if (!corner_inside) EXPECT_EQ(out.assignment[per_crop + i], -1) << "member " << i;
+      if (!corner_inside) { EXPECT_EQ(out.assignment[per_crop + i], -1) << "member " << i; }
     }
     EXPECT_GT(corner_members, 5);
     clusters_dropped_total += static_cast<int64_t>(dropped_anchors.size());
@@ -395,14 +395,14 @@ TEST(AnyresPackingTest, RefusesMismatchedInputs) {
   const AnyresGeometry g = geometry_for(480, 640);
   const int64_t n = 5 * kP * kP;
   const ReducedTokens joint = identity(n, 3, torch::kFloat, 1);
-  expect_invalid([&] { pack_anyres(joint, geometry_for(336, 336), torch::zeros({3})); }, "assignments");
-  expect_invalid([&] { pack_anyres(joint, g, torch::zeros({4})); }, "image_newline");
+  expect_packing_invalid([&] { pack_anyres(joint, geometry_for(336, 336), torch::zeros({3})); }, "assignments");
+  expect_packing_invalid([&] { pack_anyres(joint, g, torch::zeros({4})); }, "image_newline");
   ReducedTokens twice = joint;
   twice.kept[600] = 601;
-  expect_invalid([&] { pack_anyres(twice, g, torch::zeros({3})); }, "twice");
+  expect_packing_invalid([&] { pack_anyres(twice, g, torch::zeros({3})); }, "twice");
   AnyresGeometry bad = g;
   bad.rows = 0;
-  expect_invalid([&] { unpad_box(bad); }, "geometry");
+  expect_packing_invalid([&] { unpad_box(bad); }, "geometry");
 }
 
 }  // namespace
@@ -415,7 +415,7 @@ namespace {
 // unpad box; base tokens stay first in their own order; grid tokens are packed as usual.
 TEST(AnyresPackingTest, OffGridTokensFollowTheGrid) {
   const AnyresGeometry g = geometry_for(300, 800);  // 1 x 3 tiles, columns trimmed by unpad
-  const int64_t per_crop = kP * kP, crops = 1 + g.rows * g.cols, n = crops * per_crop, d = 3;
+  const int64_t per_crop = kP * kP, crops = 1 + g.rows * g.cols, d = 3;
   const UnpadBox box = unpad_box(g);
   ASSERT_GT(box.top + (g.rows * kP - box.bottom) + box.left + (g.cols * kP - box.right), 0) << "want a trimmed grid";
   // Per crop: [off-grid anchored at patch 0 (trimmed away on the tiles when top > 0 or left > 0),

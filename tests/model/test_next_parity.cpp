@@ -10,7 +10,7 @@
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 #include "family/vision_input.h"
 #include "runtime/sequence.h"
 #include "era/debug.h"
@@ -51,7 +51,7 @@ TEST(NextParity, CropsPackedSequenceAndLogitsMatchEager) {
   g.patches_per_side = 24;
   std::vector<ReducedTokens> crops;
   for (int64_t c = 0; c < pixels.size(0); ++c) crops.push_back(FullReducer().reduce(crop_input(v, c, 0)));
-  const auto packed = pack_anyres(concat_crops(crops, 576), g, bundle.image_newline);
+  const auto packed = pack_anyres(concat_crops(crops, 576), g, projector_parameter(bundle, "image_newline"));
   const auto want = read_npy(ref("packed.npy"));
   ASSERT_EQ(packed.embeddings.sizes(), want.sizes());
   EXPECT_EQ(packed.embeddings.size(0), info["tokens"].get<int64_t>());
@@ -92,7 +92,7 @@ TEST(NextEra, NominalBudgetsPerCropAndRealCounts) {
     EXPECT_LT(r.stats.visual_tokens, full.stats.visual_tokens) << nominal;
     EXPECT_GT(r.stats.visual_tokens, previous) << nominal;
     for (size_t i = 0; i < red.kept.size(); ++i) {
-      if (red.kept[i] == -1) EXPECT_FLOAT_EQ(red.bias[i], 1.0f);  // newlines: no rectification
+      if (red.kept[i] == -1) { EXPECT_FLOAT_EQ(red.bias[i], 1.0f); }  // newlines: no rectification
     }
     previous = r.stats.visual_tokens;
   }

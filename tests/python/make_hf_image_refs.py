@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fixture for HfPreprocess (tests/image/hf_preprocess_test.cpp): transformers' own image
+"""Fixture for HfPreprocess (tests/family/hf_preprocess_test.cpp): transformers' own image
 processors against era's C++ preprocessing, bit for bit.
 
 For every case below, transformers writes the processor (`save_pretrained`: the

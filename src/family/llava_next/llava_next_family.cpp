@@ -4,13 +4,13 @@
 
 #include "era/error.h"
 #include "family/anyres_reduction.h"
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 #include "family/vision_input.h"
-#include "image/anyres.h"
+#include "family/anyres.h"
 
 namespace era {
 
-LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline) {
+LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
   require_layout({ImageLayout::kAnyres});
   if (manifest_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-NeXT needs them)");

@@ -6,15 +6,15 @@
 #include "family/anyres_reduction.h"
 #include "family/llava_onevision/onevision_packing.h"
 #include "family/vision_input.h"
-#include "image/anyres.h"
+#include "family/anyres.h"
 #include "reduce/budget.h"
 #include "text/prompt.h"
-#include "video/frame_preprocess.h"
+#include "family/frame_preprocess.h"
 
 namespace era {
 
 LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
-    : LlavaFamilyBase(bundle), image_newline_(bundle.image_newline) {
+    : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
   require_layout({ImageLayout::kAnyres});
   if (manifest_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-OneVision needs them)");

@@ -9,7 +9,7 @@
 // Prompts: Qwen2's byte-level BPE (no BOS), ChatML templates.
 //
 // Video (bundles with a "video" section): each frame resized to the tower's square and normalised
-// as the video processor does (video/frame_preprocess.h), through the tower and the projector,
+// as the video processor does (family/frame_preprocess.h), through the tower and the projector,
 // its 27x27 grid pooled bilinearly to 14x14 (pool_frames), the frames' tokens in order and one
 // image_newline after the last frame (transformers' get_video_features and forward). Budgets:
 // `tokens` is the video's, spread evenly over its frames (scope "crop": each frame keeps

@@ -4,7 +4,7 @@
 // grid, and a newline token after a single-crop image.
 #include <torch/script.h>
 
-#include "family/llava_next/anyres_packing.h"
+#include "family/anyres_packing.h"
 #include "model/vision_encoder.h"
 #include "reduce/reducer.h"
 

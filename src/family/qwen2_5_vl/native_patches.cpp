@@ -1,11 +1,11 @@
-#include "image/native_patches.h"
+#include "family/qwen2_5_vl/native_patches.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "era/error.h"
 #include "image/pil_resize.h"
-#include "video/frame_preprocess.h"
+#include "family/frame_preprocess.h"
 
 namespace era {
 

@@ -10,15 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "family/visual_item.h"
 #include "model/manifest.h"
 
 namespace era {
-
-// (temporal, height, width) of an item in patches (HF image_grid_thw / video_grid_thw).
-struct GridThw {
-  int64_t t = 1, h = 0, w = 0;
-  int64_t patches() const { return t * h * w; }
-};
 
 // transformers' smart_resize: (height, width) rounded (half to even) to multiples of `factor`,
 // then scaled down (floor) or up (ceil) to keep min_pixels <= h x w <= max_pixels at about the

@@ -5,7 +5,9 @@
 #include "era/error.h"
 #include "family/anyres_reduction.h"
 #include "family/qwen2_5_vl/mrope_positions.h"
+#include "family/qwen2_5_vl/native_patches.h"
 #include "family/vision_input.h"
+#include "model/module_checks.h"
 #include "reduce/budget.h"
 #include "text/prompt.h"
 
@@ -38,6 +40,43 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 }  // namespace
 
+void check_qwen25vl_modules(const ModelBundle& b) {
+  const auto& m = b.manifest;
+  const auto& v = m.vision;
+  // A native-resolution tower: Conv3d patch embedding, blocks with fused q/k/v and gated MLPs, the
+  // merger's RMSNorm (its MLP is the projector).
+  ShapeChecker vision(b.vision, b.dir, m.vision_file);
+  vision.expect("patch_embed.proj.weight", {v.hidden_size, 3, v.temporal_patch_size, v.patch_size, v.patch_size});
+  const int64_t mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
+  for (int64_t i = 0; i < v.num_layers; ++i) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    vision.expect(p + "attn.qkv.weight", {3 * v.hidden_size, v.hidden_size});
+    vision.expect(p + "attn.proj.weight", {v.hidden_size, v.hidden_size});
+    vision.expect(p + "mlp.gate_proj.weight", {mlp, v.hidden_size});
+    vision.expect(p + "mlp.down_proj.weight", {v.hidden_size, mlp});
+  }
+  if (vision.has("blocks." + std::to_string(v.num_layers) + ".attn.qkv.weight")) {
+    throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.vision_file + " has more than the manifest's " +
+                                        std::to_string(v.num_layers) + " vision blocks (vision.num_layers)");
+  }
+  // The merger MLP keeps its input width inside (4C -> 4C -> D).
+  ShapeChecker proj(b.projector, b.dir, m.projector_file);
+  proj.expect("linear_1.weight", {m.projector_in, m.projector_in});
+  proj.expect("linear_2.weight", {m.projector_out, m.projector_in});
+
+  AttributeChecker attrs(b.vision, b.dir, m.vision_file);
+  attrs.expect("", "num_heads", "vision.num_heads", v.num_heads);
+  for (int64_t i = 0; i < v.num_layers; ++i)
+    attrs.expect("blocks." + std::to_string(i) + ".attn", "num_heads", "vision.num_heads", v.num_heads);
+  attrs.expect("", "merge", "vision.spatial_merge_size", v.spatial_merge_size);
+  // the exporter's window in merged-token units: window_size // spatial_merge_size // patch_size
+  if (v.window_size > 0) {
+    attrs.expect("", "window_units", "vision.window_size " + std::to_string(v.window_size) + " / spatial_merge_size / patch_size",
+                 v.window_size / v.spatial_merge_size / v.patch_size);
+  }
+  if (v.fullatt_block_indexes) attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
+}
+
 Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.manifest), bundle_dir_(bundle.dir) {
   const std::string where = bundle_dir_ + "/manifest.json";
   const auto& m = manifest_;
@@ -54,7 +93,7 @@ Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.man
 
 std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                                           const std::optional<std::string>& system) const {
-  const PromptTemplate tmpl = request_template(manifest_.prompt, system, num_videos);
+  const PromptTemplate tmpl = request_template(manifest_.prompt, system, num_videos, takes_video(), no_video());
   // Placeholders the user wrote stay where they are; those the template puts in front come as
   // "<image>\n", where Qwen's chat template writes the vision block with no newline after it.
   int written = count_placeholders(question, tmpl.image_placeholder);
@@ -82,24 +121,14 @@ std::vector<int64_t> Qwen25VlFamily::tokenize(const Tokenizer& tokenizer, const 
   return tokenize_with_images(tokenizer, prompt, image_pad_, manifest_.tokens.image_token_id, specials);
 }
 
-std::vector<cv::Mat> Qwen25VlFamily::crops(const cv::Mat&) const {
-  throw Error(ErrorCode::kRuntime, "qwen2.5-vl takes images at their own resolution (native_image), not crops");
-}
-
-torch::Tensor Qwen25VlFamily::normalize(const cv::Mat&) const {
-  throw Error(ErrorCode::kRuntime, "qwen2.5-vl takes images at their own resolution (native_image), not crops");
+Error Qwen25VlFamily::no_video() const {
+  return Error(ErrorCode::kPrompt, "this model (arch " + arch() + ") takes no video: its bundle has no \"video\" section");
 }
 
 // The most an image can bring at the bundle's max_pixels (a request may ask for more).
 int64_t Qwen25VlFamily::max_visual_tokens() const {
   const auto& n = manifest_.image.native;
   return n.max_pixels / (n.factor() * n.factor());
-}
-
-int64_t Qwen25VlFamily::tokens_per_frame() const {
-  if (!takes_video()) throw no_video();
-  const auto& n = manifest_.video.native;  // the fewest a frame brings: its size is known after decoding
-  return std::max<int64_t>(1, n.min_pixels / (n.factor() * n.factor()) / n.temporal_patch_size);
 }
 
 // A lower bound (frames are sized only once decoded): the early too-long check never refuses a
@@ -116,7 +145,7 @@ namespace {
 // The bundle's pixel range with the request's overrides. One override can cross the bundle's other
 // bound (min_pixels alone above its max_pixels): refused naming both and where each came from, as
 // smart_resize would silently honour max_pixels alone.
-NativeResolution qwen_pixel_range(NativeResolution spec, const PixelRange& range, const std::string& section) {
+NativeResolution qwen_pixel_range(NativeResolution spec, const ItemContext& range, const std::string& section) {
   if (range.min_pixels > 0) spec.min_pixels = range.min_pixels;
   if (range.max_pixels > 0) spec.max_pixels = range.max_pixels;
   if (spec.min_pixels > spec.max_pixels) {
@@ -133,20 +162,67 @@ NativeResolution qwen_pixel_range(NativeResolution spec, const PixelRange& range
 
 }  // namespace
 
-NativeItem Qwen25VlFamily::native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const {
-  const NativeResolution spec = qwen_pixel_range(manifest_.image.native, range, "image");
-  return native_patches({rgb}, spec, manifest_.image.filter, manifest_.image.mean, manifest_.image.std, what);
+namespace {
+
+VisualItem item_of(NativeItem native, int64_t time_step) {
+  VisualItem item;
+  item.pixels = std::move(native.patches);
+  item.views = std::move(native.frames);
+  item.grid = native.grid;
+  item.time_step = time_step;
+  return item;
 }
 
-NativeItem Qwen25VlFamily::native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const {
+}  // namespace
+
+VisualItem Qwen25VlFamily::image(const cv::Mat& rgb, const ItemContext& context) const {
+  const NativeResolution spec = qwen_pixel_range(manifest_.image.native, context, "image");
+  return item_of(native_patches({rgb}, spec, manifest_.image.filter, manifest_.image.mean, manifest_.image.std, context.name), 1);
+}
+
+FrameSampling Qwen25VlFamily::video_sampling(int frames, double fps) const {
+  FrameSampling sampling = VisualProcessor::video_sampling(frames, fps);
+  sampling.multiple = manifest_.video.native.temporal_patch_size;
+  sampling.min_frames = manifest_.video.min_frames;
+  sampling.max_frames = manifest_.video.max_frames;
+  return sampling;
+}
+
+int64_t Qwen25VlFamily::time_step(double sampled_fps) const {
+  // tokens_per_second x int(second_per_grid_t), with second_per_grid_t = temporal_patch_size / fps
+  // (the int() truncates, as there)
+  const double fps = sampled_fps > 0 ? sampled_fps : manifest_.video.fps;
+  const double seconds = static_cast<double>(manifest_.video.native.temporal_patch_size) / fps;
+  return manifest_.vision.tokens_per_second * static_cast<int64_t>(seconds);
+}
+
+VisualItem Qwen25VlFamily::video(const std::vector<cv::Mat>& frames, double sampled_fps, const ItemContext& context) const {
   if (!takes_video()) throw no_video();
-  const NativeResolution spec = qwen_pixel_range(manifest_.video.native, range, "video");
-  return native_patches(frames, spec, manifest_.video.filter, manifest_.video.mean, manifest_.video.std, what);
+  const NativeResolution spec = qwen_pixel_range(manifest_.video.native, context, "video");
+  return item_of(native_patches(frames, spec, manifest_.video.filter, manifest_.video.mean, manifest_.video.std, context.name),
+                 time_step(sampled_fps));
 }
 
-int64_t Qwen25VlFamily::native_tokens(const GridThw& grid) const {
+VisionBatch Qwen25VlFamily::batch(const std::vector<VisualItem>& items) const {
+  VisionBatch b;
+  const auto& n = manifest_.image.native;
+  std::vector<torch::Tensor> pixels;
+  b.grid_thw = torch::empty({static_cast<int64_t>(items.size()), 3}, torch::kLong);
+  for (size_t i = 0; i < items.size(); ++i) {
+    pixels.push_back(items[i].pixels);
+    const GridThw g = items[i].grid.value_or(GridThw{});
+    const int64_t row = static_cast<int64_t>(i);
+    b.grid_thw[row][0] = g.t;
+    b.grid_thw[row][1] = g.h;
+    b.grid_thw[row][2] = g.w;
+  }
+  b.pixel_values = pixels.empty() ? torch::empty({0, 3 * n.temporal_patch_size * n.patch_size * n.patch_size}) : torch::cat(pixels, 0);
+  return b;
+}
+
+int64_t Qwen25VlFamily::item_tokens(const ImageTokens& item) const {
   const int64_t m = manifest_.vision.spatial_merge_size;
-  return grid.t * (grid.h / m) * (grid.w / m);
+  return item.grid.t * (item.grid.h / m) * (item.grid.w / m);
 }
 
 ReducedTokens Qwen25VlFamily::reduce_item(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
@@ -178,15 +254,10 @@ ReducedTokens Qwen25VlFamily::reduce_item(const ImageTokens& item, const MethodS
   return out;
 }
 
-ReducedTokens Qwen25VlFamily::reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
-                                           const ReductionRequest& request) const {
-  return reduce_item(image, method, reducer, request);
-}
-
-ReducedTokens Qwen25VlFamily::reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
-                                           const ReductionRequest& request) const {
-  if (!takes_video()) throw no_video();
-  return reduce_item(video, method, reducer, request);
+ReducedTokens Qwen25VlFamily::reduce(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
+                                     const ReductionRequest& request) const {
+  if (item.media == MediaKind::kVideo && !takes_video()) throw no_video();
+  return reduce_item(item, method, reducer, request);
 }
 
 torch::Tensor Qwen25VlFamily::position_ids(const PromptSequence& sequence) const { return mrope_positions(sequence); }

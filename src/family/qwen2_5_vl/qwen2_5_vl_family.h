@@ -21,11 +21,24 @@
 
 namespace era {
 
-class Qwen25VlFamily final : public ModelFamily {
+// The module checks (load_bundle's family_checks): the native tower and the merger MLP.
+void check_qwen25vl_modules(const ModelBundle& bundle);
+
+class Qwen25VlFamily final : public ModelFamily,
+                             public PromptFormat,
+                             public VisualProcessor,
+                             public TokenPacker,
+                             public PositionScheme {
  public:
   explicit Qwen25VlFamily(const ModelBundle& bundle);
 
   std::string arch() const override { return "qwen2.5-vl"; }
+  const PromptFormat& prompt() const override { return *this; }
+  const VisualProcessor& processor() const override { return *this; }
+  const TokenPacker& packer() const override { return *this; }
+  const PositionScheme& positions() const override { return *this; }
+
+  // PromptFormat
   std::string format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
                             const std::optional<std::string>& system) const override;
   std::vector<int64_t> tokenize(const Tokenizer& tokenizer, const std::string& prompt) const override;
@@ -33,27 +46,29 @@ class Qwen25VlFamily final : public ModelFamily {
   const std::string& image_placeholder() const override { return image_pad_; }
   const std::string& video_placeholder() const override { return video_pad_; }
 
-  // Fixed-size crops are not this family's input (native_resolution()): these refuse.
-  std::vector<cv::Mat> crops(const cv::Mat& rgb) const override;
-  torch::Tensor normalize(const cv::Mat& crop) const override;
-  int64_t max_visual_tokens() const override;
-  ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
-                             const ReductionRequest& request) const override;
-
+  // VisualProcessor: items at their own size, as patches with their (t, h, w) grid.
+  VisualItem image(const cv::Mat& rgb, const ItemContext& context) const override;
   bool takes_video() const override { return manifest_.video.present; }
-  int64_t tokens_per_frame() const override;
+  // Whole temporal patches, within the video processor's min_frames / max_frames.
+  FrameSampling video_sampling(int frames, double fps) const override;
+  VisualItem video(const std::vector<cv::Mat>& frames, double sampled_fps, const ItemContext& context) const override;
   int64_t max_video_tokens(int64_t frames) const override;
-  ReducedTokens reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
-                             const ReductionRequest& request) const override;
+  VisionBatch batch(const std::vector<VisualItem>& items) const override;
+  Error no_video() const override;
 
-  bool native_resolution() const override { return true; }
-  NativeItem native_image(const cv::Mat& rgb, const PixelRange& range, const std::string& what) const override;
-  NativeItem native_video(const std::vector<cv::Mat>& frames, const PixelRange& range, const std::string& what) const override;
-  int64_t native_tokens(const GridThw& grid) const override;
+  // TokenPacker
+  int64_t max_visual_tokens() const override;
+  int64_t item_tokens(const ImageTokens& item) const override;
+  ReducedTokens reduce(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
+                       const ReductionRequest& request) const override;
 
+  // PositionScheme
   torch::Tensor position_ids(const PromptSequence& sequence) const override;
 
  private:
+  // transformers' get_rope_index: the M-RoPE time step between temporal patches of a video
+  // sampled at `sampled_fps` (0: the bundle's video.fps).
+  int64_t time_step(double sampled_fps) const;
   ReducedTokens reduce_item(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
                             const ReductionRequest& request) const;
   const Manifest& manifest_;

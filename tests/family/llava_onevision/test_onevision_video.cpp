@@ -92,7 +92,7 @@ TEST(OnevisionVideo, EveryMethodRunsOrRefusesByName) {
     try {
       const Result r = onevision().generate(req);
       EXPECT_EQ(r.tokens.size(), 2u);
-      if (method.name != "full") EXPECT_LT(r.stats.visual_tokens, 2 * 196 + 1);
+      if (method.name != "full") { EXPECT_LT(r.stats.visual_tokens, 2 * 196 + 1); }
     } catch (const Error& e) {
       EXPECT_EQ(method.name, "visionzip") << e.what();
       EXPECT_NE(std::string(e.what()).find("CLS"), std::string::npos) << e.what();

@@ -6,8 +6,8 @@
 #include <opencv2/core.hpp>
 
 #include "era/error.h"
-#include "image/native_patches.h"
-#include "video/frame_preprocess.h"
+#include "family/qwen2_5_vl/native_patches.h"
+#include "family/frame_preprocess.h"
 
 namespace era {
 namespace {
