@@ -15,6 +15,8 @@
 # background while the debian route builds (a download of about 5 GB: the network, not the cores);
 # a later --route pypi waits for it. tools/test.sh uses it.
 # Used by tools/demo.sh (debian), tools/test.sh (both) and CI.
+# ERA_WERROR=ON in the environment builds with warnings as errors (CI's .ci/run sets it); unset or
+# OFF, warnings stay warnings. Either way the build folders are configured with that value.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +30,7 @@ while (($#)); do
     --target) [ -n "${2:-}" ] || { echo "setup.sh: --target needs a value" >&2; exit 2; }; targets+=("$2"); shift 2 ;;
     --target=*) targets+=("${1#--target=}"); shift ;;
     --prefetch-pypi) prefetch=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (use --route debian|pypi|all, --target T, --prefetch-pypi)" >&2; exit 2 ;;
   esac
 done
@@ -114,7 +116,7 @@ fi
 configure_and_build() {
   local dir=$1 log=$2; shift 2
   echo "era setup: configuring $dir (log: $log)"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$log" 2>&1 || { cat "$log"; exit 1; }
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DERA_WERROR="${ERA_WERROR:-OFF}" "$@" > "$log" 2>&1 || { cat "$log"; exit 1; }
   local what=(--target all)
   if ((${#targets[@]})); then
     what=()

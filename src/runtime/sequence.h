@@ -21,7 +21,7 @@ struct SequenceSegment {
   // Native-resolution items (image segments): the item's token grid (t, h, w), the original grid
   // index of each token in the segment, and the M-RoPE time step (ReducedTokens' fields).
   std::array<int64_t, 3> token_grid{0, 0, 0};
-  std::vector<int64_t> kept;
+  std::vector<int64_t> kept{};
   int64_t time_step = 1;
 };
 

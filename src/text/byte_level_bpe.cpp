@@ -80,22 +80,10 @@ const ByteAlphabet& alphabet() {
 }
 
 // ---- pieces of the pipeline ------------------------------------------------------------------
-struct AddedTokenRule {
-  std::string content;
-  int64_t id = 0;
-  bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
-};
-
 // A span of text: either an added token's id, or text still to tokenise.
 struct Span {
   std::string text;
   std::optional<int64_t> id;
-};
-
-struct SplitStep {
-  std::unique_ptr<icu::RegexPattern> pattern;
-  bool remove_matches = false;  // behavior Removed (else Isolated)
-  std::string field;            // where the pattern is in tokenizer.json, for errors
 };
 
 // The work a Split pattern may do. A pattern from tokenizer.json may backtrack exponentially
@@ -172,6 +160,19 @@ int64_t read_id(const json& value, int64_t limit, const std::string& source, con
 }  // namespace
 
 struct ByteLevelBpe::Impl {
+  // The types of its members are its own, not the unnamed namespace's: Impl has external linkage,
+  // and a member of an internal type would differ from one translation unit to the next.
+  struct AddedTokenRule {
+    std::string content;
+    int64_t id = 0;
+    bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
+  };
+  struct SplitStep {
+    std::unique_ptr<icu::RegexPattern> pattern;
+    bool remove_matches = false;  // behavior Removed (else Isolated)
+    std::string field;            // where the pattern is in tokenizer.json, for errors
+  };
+
   std::string source;
   int64_t id_limit = 0;  // entries of model.vocab plus added_tokens: every id lies below it (read_id)
   std::unordered_map<std::string, int64_t> vocab;
@@ -673,7 +674,7 @@ std::string ByteLevelBpe::decode_bytes(const std::vector<int64_t>& ids, bool ski
 }
 
 std::optional<int64_t> ByteLevelBpe::token_id(const std::string& token) const {
-  for (const AddedTokenRule& a : impl_->added)
+  for (const Impl::AddedTokenRule& a : impl_->added)
     if (a.content == token) return a.id;
   const auto found = impl_->vocab.find(token);
   if (found != impl_->vocab.end()) return found->second;

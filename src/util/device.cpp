@@ -32,7 +32,9 @@ int parse_cuda_index(const std::string& name) {
   return std::stoi(digits);
 }
 
+#if defined(ERA_WITH_CUDA)
 c10::DeviceIndex cuda_index(const torch::Device& device) { return device.has_index() ? device.index() : 0; }
+#endif
 
 }  // namespace
 

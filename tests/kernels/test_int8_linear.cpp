@@ -207,7 +207,7 @@ TEST(Int8Linear, TheRuntimeSwitchesTheKernelOnEveryWeightOnlyLinear) {
     const int64_t expected = mode == CpuMatmul::kAuto && gemv_kernel_available() ? kGemvMaxRows : 0;
     EXPECT_EQ(int8_gemv_max_rows(b, mode), expected) << cpu_matmul_name(mode);
     for (const torch::jit::Module m : b.decoder.modules()) {
-      if (m.hasattr("scales")) EXPECT_EQ(m.attr("gemv_max_rows").toInt(), expected) << cpu_matmul_name(mode);
+      if (m.hasattr("scales")) { EXPECT_EQ(m.attr("gemv_max_rows").toInt(), expected) << cpu_matmul_name(mode); }
     }
     outputs.push_back(lm_head.forward({x}).toTensor());
   }

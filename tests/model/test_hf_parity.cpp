@@ -155,7 +155,7 @@ void expect_every_method(Session& session, Request req, int64_t budget, const st
     try {
       const Result r = session.generate(req);
       EXPECT_EQ(r.tokens.size(), 2u);
-      if (method.name != "full") EXPECT_LT(r.stats.visual_tokens, full);
+      if (method.name != "full") { EXPECT_LT(r.stats.visual_tokens, full); }
     } catch (const Error& e) {
       EXPECT_EQ(refusing.count(method.name), 1u) << e.what();
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -189,7 +189,7 @@ TEST(HfParity, QwenEveryMethodRunsOrRefusesByName) {
     // compact: every position counts up by one; original (an image wider than 16 tokens): the
     // text after it starts past where 16 tokens would put it
     EXPECT_EQ(compact.positions.max().item<int64_t>() + 1, compact.positions.size(1));
-    if (std::string(name) == "qwen_images") EXPECT_GT(original.positions.max().item<int64_t>() + 1, original.positions.size(1));
+    if (std::string(name) == "qwen_images") { EXPECT_GT(original.positions.max().item<int64_t>() + 1, original.positions.size(1)); }
   }
 }
 

@@ -178,7 +178,7 @@ TEST(Int8Weights, LoadsForTheFastestEngineKeepingOneCopyOfEachWeight) {
   EXPECT_TRUE(run == compat::quantized_engines_by_preference().front() || (onednn && !engine_supported(at::QEngine::FBGEMM)))
       << c10::toString(run);
   for (const torch::jit::Module& m : int8_linears(b.decoder)) {
-    if (onednn) EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn");  // loaded under QNNPACK, packed anew
+    if (onednn) { EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn"); }  // loaded under QNNPACK, packed anew
   }
   EXPECT_EQ(b.int8_sources_freed, onednn ? decoder_int8_weight_bytes(b.manifest) : 0);
   expect_same_products(load_int8_decoder(run), b.decoder);

@@ -83,7 +83,7 @@ TEST(ManifestImage, AnyresMaxTilesIsReadAndChecked) {
   EXPECT_EQ(parse_image_spec(j.dump(), 336, "m.json").anyres_max_tiles, 0);
   j["vision_aspect_ratio"] = "anyres_max_9";
   EXPECT_EQ(parse_image_spec(j.dump(), 336, "m.json").anyres_max_tiles, 9);
-  for (const json bad : {json("anyres_max_"), json("anyres_max_0"), json("anyres"), json("anyres_max_9x"), json(9)}) {
+  for (const json& bad : {json("anyres_max_"), json("anyres_max_0"), json("anyres"), json("anyres_max_9x"), json(9)}) {
     j["vision_aspect_ratio"] = bad;
     EXPECT_NE(refusal(j).find("image.vision_aspect_ratio must be \"anyres_max_N\""), std::string::npos) << refusal(j);
   }

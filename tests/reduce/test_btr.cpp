@@ -95,8 +95,8 @@ TEST(BtrBias, BoundedByOneAndTheClusterSize) {
     for (size_t k = 0; k < b.size(); ++k) {
       EXPECT_GE(b[k], 1.0f);
       EXPECT_LE(b[k], static_cast<float>(sizes[k]) * (1 + 1e-6f));
-      if (lambda == 1.0f) EXPECT_EQ(b[k], static_cast<float>(sizes[k]));
-      if (lambda == 0.3f) EXPECT_GE(b[k], 1 + 0.3f * (sizes[k] - 1) - 1e-4f);
+      if (lambda == 1.0f) { EXPECT_EQ(b[k], static_cast<float>(sizes[k])); }
+      if (lambda == 0.3f) { EXPECT_GE(b[k], 1 + 0.3f * (sizes[k] - 1) - 1e-4f); }
     }
   }
 }

@@ -143,7 +143,7 @@ TEST(DepGreedy, MatchesFullMatrixAlgorithmOnRandomInputs) {
               reference_greedy(dep.z, dep.saliency.entropy, dep.saliency.normalized, c.eta, c.k));
     EXPECT_TRUE(torch::allclose(dep.z, ref.z, 1e-5, 1e-6));
     EXPECT_TRUE(torch::allclose(dep.saliency.entropy, ref.entropy, 1e-5, 1e-5));
-    if (c.h == 1) EXPECT_EQ(ref.order.front(), 0);  // all entropies tie at 0: the first token starts
+    if (c.h == 1) { EXPECT_EQ(ref.order.front(), 0); }  // all entropies tie at 0: the first token starts
   }
 }
 

@@ -190,7 +190,7 @@ TEST_P(PrunedModel, PrefillAndDecodeMatchTheMaskImplementation) {
     const auto logits = decode_pruned(dec, dec.embed(torch::full({1, 1}, greedy[t], torch::kLong)), L + t,
                                       pruner->layer(), cache);
     decode_error = std::max(decode_error, max_rel_error(logits[0][0], ref_logits[t + 1]));
-    if (t + 1 < steps) EXPECT_EQ(logits[0][0].argmax().item<int64_t>(), greedy[t + 1]) << "step " << t;
+    if (t + 1 < steps) { EXPECT_EQ(logits[0][0].argmax().item<int64_t>(), greedy[t + 1]) << "step " << t; }
   }
   EXPECT_LE(decode_error, 1e-4);
   std::cout << "[ pruning ] " << GetParam() << ": kept " << pre.visual_tokens << ", prefill rel error " << prefill_error

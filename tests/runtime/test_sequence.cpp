@@ -17,8 +17,8 @@ TEST(Sequence, TwoImagesAreSplicedInPlace) {
   const int64_t img = bundle.manifest.tokens.image_token_id;
   const int64_t d = bundle.manifest.text.hidden_size;
   const std::vector<int64_t> ids{1, 5, 6, img, 7, img, 8};
-  ReducedTokens a{torch::full({3, d}, 1.5f), torch::tensor({0.1f, 0.2f, 0.3f}), {0, 1, 2}, {}, {}};
-  ReducedTokens b{torch::full({2, d}, -2.5f), torch::tensor({0.4f, 0.5f}), {4, 9}, {}, {}};
+  ReducedTokens a{torch::full({3, d}, 1.5f), torch::tensor({0.1f, 0.2f, 0.3f}), {0, 1, 2}, {}, {}, {}};
+  ReducedTokens b{torch::full({2, d}, -2.5f), torch::tensor({0.4f, 0.5f}), {4, 9}, {}, {}, {}};
   const auto seq = build_sequence(dec, ids, img, -1, {a, b});
 
   ASSERT_EQ(seq.length(), 5 + 3 + 2);
@@ -53,8 +53,8 @@ TEST(Sequence, ImageAndVideoPlaceholdersTakeTheItemsInPromptOrder) {
   const int64_t img = bundle.manifest.tokens.image_token_id, vid = 9;
   const int64_t d = bundle.manifest.text.hidden_size;
   const std::vector<int64_t> ids{1, vid, 5, img, 8};
-  ReducedTokens video{torch::full({4, d}, 0.5f), torch::zeros({4}), {0, 1, 2, -1}, {}, {}};
-  ReducedTokens image{torch::full({2, d}, -1.0f), torch::zeros({2}), {3, 7}, {}, {}};
+  ReducedTokens video{torch::full({4, d}, 0.5f), torch::zeros({4}), {0, 1, 2, -1}, {}, {}, {}};
+  ReducedTokens image{torch::full({2, d}, -1.0f), torch::zeros({2}), {3, 7}, {}, {}, {}};
   const auto seq = build_sequence(dec, ids, img, vid, {video, image});
   ASSERT_EQ(seq.length(), 3 + 4 + 2);
   EXPECT_EQ(seq.visual_tokens(), 6);

@@ -48,14 +48,14 @@ TEST(NpyTest, ReadsNumpyFilesAndRewritesThemByteForByte) {
     EXPECT_EQ(t.scalar_type(), dtype_from_numpy(c["dtype"]));
     EXPECT_EQ(t.sizes().vec(), c["shape"].get<std::vector<int64_t>>());
     EXPECT_DOUBLE_EQ(t.to(torch::kFloat64).sum().item<double>(), c["sum"].get<double>());
-    if (t.numel()) EXPECT_DOUBLE_EQ(t.reshape({-1})[0].to(torch::kFloat64).item<double>(), c["first"].get<double>());
+    if (t.numel()) { EXPECT_DOUBLE_EQ(t.reshape({-1})[0].to(torch::kFloat64).item<double>(), c["first"].get<double>()); }
     const std::string out = tmp_path("rewrite.npy");
     write_npy(out, t);
     const torch::Tensor back = read_npy(out);
     EXPECT_TRUE(torch::equal(back, t));
     EXPECT_EQ(back.sizes(), t.sizes());
     // Version-1 files: our writer produces numpy's exact bytes (header text and padding included).
-    if (c["version"].get<int>() == 1) EXPECT_EQ(slurp(out), slurp(path));
+    if (c["version"].get<int>() == 1) { EXPECT_EQ(slurp(out), slurp(path)); }
     std::remove(out.c_str());
   }
 }

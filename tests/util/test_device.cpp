@@ -47,7 +47,7 @@ TEST(Device, RefusesNamesThatAreNotDevices) {
 // must agree (the PyPI route's libtorch_cuda really is loaded, Debian's CPU-only one really is not).
 TEST(Device, CudaSupportIsTheBuilds) {
   EXPECT_EQ(device::cuda_compiled(), static_cast<bool>(ERA_BUILD_HAS_CUDA));
-  if (!device::cuda_compiled()) EXPECT_EQ(device::cuda_device_count(), 0);
+  if (!device::cuda_compiled()) { EXPECT_EQ(device::cuda_device_count(), 0); }
 }
 
 // The machines CI runs on have no GPU: "cuda" must fail up front with the reason, never later
@@ -86,7 +86,7 @@ TEST(Device, CurrentCudaStreamIsLibTorchsOrAClearError) {
               std::string::npos)
         << e.what();
   }
-  if (device::cuda_device_count() > 0) EXPECT_NO_THROW(device::current_cuda_stream(device::resolve("cuda")));
+  if (device::cuda_device_count() > 0) { EXPECT_NO_THROW(device::current_cuda_stream(device::resolve("cuda"))); }
 }
 
 // Everything that touches a device goes through util/device: no other engine file may call

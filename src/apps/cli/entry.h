@@ -18,6 +18,7 @@
 #include <string>
 
 #include "apps/cli/build_info.h"
+#include "apps/cli/git_commit.h"
 #include "era/error.h"
 #include "era/version.h"
 #include "util/openblas_core.h"
@@ -35,11 +36,11 @@ inline std::string first_line(const std::string& text) {
 
 inline int exit_code_of(const Error& e) { return e.code() == ErrorCode::kRuntime ? kExitFailed : kExitRefused; }
 
-// "<tool> <era version> (LibTorch <version>, <CUDA | CPU only>, <build type>)": every tool's
-// --version, so a bug report names the exact build.
+// "<tool> (era <version>, commit <hash>[-dirty] | unknown; LibTorch <version>, <CUDA | CPU only>,
+// <build type> build)": every tool's --version, so a bug report names the exact build.
 inline std::string version_line(const std::string& tool) {
-  return tool + " " + version_string() + " (LibTorch " + ERA_BUILD_LIBTORCH + ", " + ERA_BUILD_CUDA + ", " +
-         ERA_BUILD_TYPE + " build)";
+  return tool + " (era " + version_string() + ", commit " + git_commit() + "; LibTorch " + ERA_BUILD_LIBTORCH + ", " +
+         ERA_BUILD_CUDA + ", " + ERA_BUILD_TYPE + " build)";
 }
 
 // First restarts the process where OpenBLAS runs kernels below this CPU's (util/openblas_core.h).

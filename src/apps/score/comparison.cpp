@@ -129,7 +129,13 @@ ComparisonTable compare_runs(const MethodScores& reference, const std::vector<Me
   upper.title = "Upper bound" + (t.reference_visual_tokens ? ": " + fixed(*t.reference_visual_tokens, 0) + " tokens" : std::string()) +
                 " (100%)";
   t.groups.push_back(upper);
-  std::vector<ComparisonGroup> budgets;
+  // The runs by budget, each a plain Reduction while grouping and sorting (a ComparisonGroup's is
+  // optional, for the upper bound).
+  struct Budget {
+    Reduction reduction;
+    std::vector<size_t> rows;
+  };
+  std::vector<Budget> budgets;
   for (size_t i = 0; i < runs.size(); ++i) {
     const MethodScores& run = runs[i];
     if (!run.reduction)
@@ -138,22 +144,23 @@ ComparisonTable compare_runs(const MethodScores& reference, const std::vector<Me
     t.visual_tokens.push_back(mean_visual_tokens(run, t.retention.benchmarks));
     t.paths.push_back(run.path);
     const Reduction& r = *run.reduction;
-    auto g = std::find_if(budgets.begin(), budgets.end(), [&](const ComparisonGroup& x) {
-      return x.budget->tokens == r.tokens && x.budget->keep_ratio == r.keep_ratio;
+    auto g = std::find_if(budgets.begin(), budgets.end(), [&](const Budget& x) {
+      return x.reduction.tokens == r.tokens && x.reduction.keep_ratio == r.keep_ratio;
     });
     if (g == budgets.end()) {
-      budgets.push_back({group_title(r, t.reference_visual_tokens), r, {}});
+      budgets.push_back({r, {}});
       g = budgets.end() - 1;
     }
     g->rows.push_back(i);
   }
   // Largest budget first, as the papers list them; token budgets before keep ratios.
-  std::stable_sort(budgets.begin(), budgets.end(), [](const ComparisonGroup& a, const ComparisonGroup& b) {
-    if ((a.budget->tokens > 0) != (b.budget->tokens > 0)) return a.budget->tokens > 0;
-    if (a.budget->tokens != b.budget->tokens) return a.budget->tokens > b.budget->tokens;
-    return a.budget->keep_ratio > b.budget->keep_ratio;
+  std::stable_sort(budgets.begin(), budgets.end(), [](const Budget& a, const Budget& b) {
+    if ((a.reduction.tokens > 0) != (b.reduction.tokens > 0)) return a.reduction.tokens > 0;
+    if (a.reduction.tokens != b.reduction.tokens) return a.reduction.tokens > b.reduction.tokens;
+    return a.reduction.keep_ratio > b.reduction.keep_ratio;
   });
-  t.groups.insert(t.groups.end(), budgets.begin(), budgets.end());
+  for (Budget& b : budgets)
+    t.groups.push_back({group_title(b.reduction, t.reference_visual_tokens), b.reduction, std::move(b.rows)});
   return t;
 }
 

@@ -200,7 +200,7 @@ TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
   }
   for (const char* stage : {"preprocess", "vision", "reduce", "prefill", "decode"}) EXPECT_TRUE(stages.count(stage)) << stage;
   for (const auto& s : profile["stages"]) {
-    if (s["stage"] == "decode") EXPECT_EQ(s["calls"], 2) << s.dump();  // 3 tokens: 2 steps fed back
+    if (s["stage"] == "decode") { EXPECT_EQ(s["calls"], 2) << s.dump(); }  // 3 tokens: 2 steps fed back
   }
   bool matmul_in_prefill = false;
   for (const auto& op : profile["ops"]) {
@@ -233,7 +233,7 @@ TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
     if (op["stage"] == "vision") era_ops_in_vision.insert(name);
   }
   // the bf16 decode step runs era's kernel where this CPU has it (model/cpu_matmul.h)
-  if (gemv_kernel_available()) EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump();
+  if (gemv_kernel_available()) { EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump(); }
   // the vision tower's linears go through era::onednn_linear where the runtime packs them for
   // oneDNN or, on a LibTorch that cannot pack, splits their rows (model/onednn_linear.h)
   const bool packs = j["cpu_matmul"]["onednn_packed_linears"].get<int>() > 0;
@@ -336,7 +336,7 @@ TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
     EXPECT_EQ(scheme, read_manifest(int8_bundle).int8_scheme);
     // weight-only: era's kernel, nothing packed. Dynamic: oneDNN (Debian's 1.13) keeps a copy of
     // each int8 weight, one byte per weight, and era frees it; x86 / fbgemm (PyPI's) keep none
-    if (scheme == "weight-only") EXPECT_EQ(engine, "era");
+    if (scheme == "weight-only") { EXPECT_EQ(engine, "era"); }
     EXPECT_EQ(freed, engine == "ONEDNN" ? test::decoder_int8_weight_bytes(read_manifest(int8_bundle)) : 0) << engine;
     EXPECT_GE(j["memory"]["peak_during_open_bytes"].get<int64_t>(), j["memory"]["resident_after_open_bytes"].get<int64_t>());
   }

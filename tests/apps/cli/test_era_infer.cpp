@@ -142,7 +142,7 @@ TEST(EraInfer, AblationVariantsAndOptions) {
 
 TEST(EraInfer, TwoImagesInOnePrompt) {
   const auto jpg = test::source_dir() + "/tests/data/sample.jpg";
-  for (const std::string bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
+  for (const std::string& bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
     const auto dir = test::scratch_dir("two_images");
     const auto r = test::run_command(test::era_infer_path() + " -m " + bundle + " --image " + sample_png() + " --image " + jpg +
                                      " -p 'Compare <image> with <image>.' -n 3 --json --method era --tokens 160" +
@@ -195,7 +195,7 @@ TEST(EraInfer, VideoFolderWithFramesOnOnevision) {
 // FastV / DART prune inside the decoder (after layer K = 1 of the tiny 2-layer model): the
 // stats report what layers >= K saw, layer 0 saw every visual token.
 TEST(EraInfer, InDecoderMethodsEndToEnd) {
-  for (const std::string bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
+  for (const std::string& bundle : {test::bundle_dir(), test::next_bundle_dir()}) {
     auto run = [&](const std::string& args) {
       const auto r = test::run_command(test::era_infer_path() + " -m " + bundle + " --image " + sample_png() +
                                        " -p 'What is in the picture?' -n 4 --ignore-eos --json " + args);

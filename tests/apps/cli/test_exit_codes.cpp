@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "era/version.h"
 #include "test_support.h"
@@ -34,13 +35,22 @@ TEST(ExitCodes, HelpIsZeroAndAnUnknownFlagIsTwoWithOneLine) {
   }
 }
 
-// Every tool says which era and which LibTorch it is, and exits 0 without loading anything.
-TEST(ExitCodes, VersionIsZeroAndNamesTheBuild) {
-  for (const auto& t : tools()) {
+// Every tool, era_server too, says which era (the CMake project's version), which commit and which
+// LibTorch it is, and exits 0 without loading anything:
+//   era_infer (era 0.1.0, commit 30ad607-dirty; LibTorch 1.13.0, CPU only, Release build)
+TEST(ExitCodes, VersionIsZeroAndNamesTheEraVersionCommitAndBuild) {
+  EXPECT_STREQ(ERA_VERSION_STRING, ERA_PROJECT_VERSION);
+  std::vector<Tool> all = tools();
+  if (!std::string(ERA_SERVER_PATH).empty()) all.push_back({"era_server", ERA_SERVER_PATH});
+  const std::regex line("(era_[a-z]+) \\(era ([0-9]+\\.[0-9]+\\.[0-9]+), commit ([0-9a-f]{7,40}(-dirty)?|unknown); "
+                        "LibTorch [^,]+, (CUDA|CPU only), [A-Za-z]+ build\\)\n");
+  for (const auto& t : all) {
     const auto r = test::run_command(t.path + " --version");
     EXPECT_EQ(r.exit_code, 0) << t.name << ": " << r.err;
-    EXPECT_EQ(r.out.rfind(t.name + " " + ERA_VERSION_STRING + " (LibTorch ", 0), 0u) << t.name << ": " << r.out;
-    EXPECT_NE(r.out.find(" build)"), std::string::npos) << r.out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(r.out, m, line)) << t.name << ": " << r.out;
+    EXPECT_EQ(m[1].str(), t.name);
+    EXPECT_EQ(m[2].str(), ERA_PROJECT_VERSION) << r.out;
   }
 }
 

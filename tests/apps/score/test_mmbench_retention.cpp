@@ -123,7 +123,7 @@ TEST(RetentionScore, HandVectorOfSection7) {
   const std::vector<double> full = {61.9, 64.7, 1862, 85.9, 69.5, 78.5, 58.2};
   const std::vector<double> pruned = {57.6, 62.0, 1761.7, 80.9, 69.0, 75.6, 56.8};
   EXPECT_NEAR(retention_average(pruned, full), 95.8362, 5e-5);
-  MethodScores ref{"full", {}}, m{"pruned", {}};
+  MethodScores ref{"full", {}, {}, {}, {}}, m{"pruned", {}, {}, {}, {}};
   const std::vector<std::string> names = {"gqa", "mmbench", "mme", "pope", "sqa", "vqav2", "textvqa"};
   for (size_t i = 0; i < names.size(); ++i) {
     ref.scores[names[i]] = full[i];
@@ -144,7 +144,7 @@ TEST(RetentionScore, ReproducesTheEraPaperLlava7BRows) {
   const std::vector<double> full = {78.5, 61.9, 69.5, 58.2, 85.9, 1506.5, 64.7, 58.1, 31.3};
   const std::vector<double> ours = {73.6, 56.9, 69.1, 54.6, 85.6, 1312.6, 60.9, 52.1, 28.5};
   const std::vector<double> agile = {74.0, 54.1, 69.0, 54.5, 80.1, 1297.3, 60.4, 53.6};
-  MethodScores ref{"LLaVA-1.5-7B", {}}, o{"Ours", {}}, a{"AgilePrune", {}};
+  MethodScores ref{"LLaVA-1.5-7B", {}, {}, {}, {}}, o{"Ours", {}, {}, {}, {}}, a{"AgilePrune", {}, {}, {}, {}};
   for (size_t i = 0; i < b.size(); ++i) {
     ref.scores[b[i]] = full[i];
     o.scores[b[i]] = ours[i];

@@ -223,7 +223,7 @@ TEST(OpenAiRequest, DataUrlsDecodeWithPadding) {
 }
 
 TEST(OpenAiRequest, MalformedOrTooDeepJsonIsA400) {
-  for (const std::string body : {std::string("{bad"), std::string(""), std::string(200, '[') + std::string(200, ']')}) {
+  for (const std::string& body : {std::string("{bad"), std::string(""), std::string(200, '[') + std::string(200, ']')}) {
     try {
       parse_chat_request(body, Request{}, ImageSourcePolicy());
       FAIL() << "accepted " << body;
