@@ -58,6 +58,20 @@ void check_llava_modules(const ModelBundle& b) {
                int64_t{v.select_strategy == "full" ? 0 : 1});
 }
 
+VisionCost llava_vision_cost(const Manifest& manifest) {
+  const auto& v = manifest.vision;
+  // vision.intermediate_size is optional (older bundles): 4 x hidden, CLIP's ratio
+  const double C = static_cast<double>(v.hidden_size), P = static_cast<double>(v.patch_size), D = manifest.text.hidden_size,
+               I = v.intermediate_size > 0 ? static_cast<double>(v.intermediate_size) : 4.0 * C;
+  const double patches = static_cast<double>(v.num_patches), N = patches + 1;  // + CLS
+  const double patch_embed = 2.0 * patches * (3 * P * P) * C;
+  const double per_layer = 2.0 * N * (4 * C * C + 2 * C * I) + 4.0 * N * N * C;
+  const double vision = patch_embed + static_cast<double>(v.layers_run) * per_layer;
+  const double projector = 2.0 * patches * (C * D + D * D);
+  return {[vision](int64_t crops, const ItemGrids&) { return static_cast<double>(crops) * vision; },
+          [projector](int64_t crops, const ItemGrids&) { return static_cast<double>(crops) * projector; }};
+}
+
 LlavaFamilyBase::LlavaFamilyBase(const ModelBundle& bundle)
     : manifest_(bundle.manifest), bundle_dir_(bundle.dir), clip_(clip_config(bundle.manifest.image)) {}
 

@@ -4,6 +4,7 @@
 // positions 0..L-1. The families differ in their crops and visual tokens only (and
 // LLaVA-OneVision in its tokenizer and video).
 #include "family/model_family.h"
+#include "family/vision_cost.h"
 #include "family/clip_preprocess.h"
 
 #include <initializer_list>
@@ -13,6 +14,11 @@ namespace era {
 // The LLaVA families' module checks (load_bundle's family_checks): the CLIP / SigLIP tower and
 // the projector against the manifest.
 void check_llava_modules(const ModelBundle& bundle);
+
+// The LLaVA families' FLOPs (era_bench): a crop's patches and CLS token through the layers_run
+// layers of a CLIP / SigLIP tower (q/k/v/o, a two-matrix MLP, the attention products), and its
+// patch tokens through the two-layer projector.
+VisionCost llava_vision_cost(const Manifest& manifest);
 
 // The CLIP preprocessing settings a manifest's "image" section asks for.
 ClipImageConfig clip_config(const ImageSpec& image);

@@ -25,6 +25,7 @@
 
 #include "era/era.h"
 #include "era/methods.h"
+#include "family/vision_cost.h"
 #include "family/visual_item.h"
 #include "model/bundle.h"
 #include "model/vision_encoder.h"
@@ -132,8 +133,10 @@ using FamilyFactory = std::function<std::unique_ptr<ModelFamily>(const ModelBund
 // Adds a family to this process's registry beside the built-in ones (a family kept outside this
 // library, or a test's stub): bundles whose manifest names `arch` then open with it. Throws
 // era::Error(kInvalidArgument) if `arch` is taken. `check_modules` may be empty (no checks of the
-// vision tower and projector beyond the common ones).
-void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules);
+// vision tower and projector beyond the common ones), and `cost` (era_bench's FLOP formulas,
+// family/vision_cost.h; without, era_bench refuses the bundle).
+void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules,
+                           std::function<VisionCost(const Manifest&)> cost = {});
 
 // The family of `bundle` by its manifest's `arch`; throws era::Error(kBundle) naming the bundle,
 // the arch and the families this build knows, or a manifest field the family cannot use.

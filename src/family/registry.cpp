@@ -8,6 +8,7 @@
 #include "family/llava_next/llava_next_family.h"
 #include "family/llava_onevision/llava_onevision_family.h"
 #include "family/model_family.h"
+#include "family/vision_cost.h"
 #include "family/qwen2_5_vl/qwen2_5_vl_family.h"
 
 namespace era {
@@ -17,6 +18,7 @@ struct Entry {
   std::string arch;
   FamilyFactory make;
   ModuleChecks check_modules;  // the family's vision tower and projector against the manifest
+  std::function<VisionCost(const Manifest&)> cost;  // era_bench's FLOPs of the tower and projector
 };
 
 // The table, and the lock that guards additions (register_model_family) against lookups.
@@ -27,26 +29,32 @@ std::mutex& table_lock() {
 
 std::vector<Entry>& families() {
   static std::vector<Entry> table = {
-      {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }, check_llava_modules},
-      {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }, check_llava_modules},
-      {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }, check_llava_modules},
-      {"qwen2.5-vl", [](const ModelBundle& b) { return std::make_unique<Qwen25VlFamily>(b); }, check_qwen25vl_modules},
+      {"llava-1.5", [](const ModelBundle& b) { return std::make_unique<Llava15Family>(b); }, check_llava_modules,
+       llava_vision_cost},
+      {"llava-next", [](const ModelBundle& b) { return std::make_unique<LlavaNextFamily>(b); }, check_llava_modules,
+       llava_vision_cost},
+      {"llava-onevision", [](const ModelBundle& b) { return std::make_unique<LlavaOnevisionFamily>(b); }, check_llava_modules,
+       llava_vision_cost},
+      {"qwen2.5-vl", [](const ModelBundle& b) { return std::make_unique<Qwen25VlFamily>(b); }, check_qwen25vl_modules,
+       qwen25vl_vision_cost},
   };
   return table;
 }
 
-Entry entry_of(const ModelBundle& bundle) {
+// `where` names the manifest in the error for an arch this build does not serve.
+Entry entry_of(const std::string& arch, const std::string& where) {
   {
     const std::lock_guard<std::mutex> hold(table_lock());
     for (const Entry& e : families()) {
-      if (e.arch == bundle.manifest.arch) return e;
+      if (e.arch == arch) return e;
     }
   }
   std::string known;
   for (const auto& a : known_architectures()) known += (known.empty() ? "" : ", ") + a;
-  throw Error(ErrorCode::kBundle, bundle.dir + "/manifest.json: architecture '" + bundle.manifest.arch +
-                                      "' is not supported by this build (" + known + ")");
+  throw Error(ErrorCode::kBundle, where + ": architecture '" + arch + "' is not supported by this build (" + known + ")");
 }
+
+Entry entry_of(const ModelBundle& bundle) { return entry_of(bundle.manifest.arch, bundle.dir + "/manifest.json"); }
 
 }  // namespace
 
@@ -64,13 +72,20 @@ void check_family_modules(const ModelBundle& bundle) {
   if (entry.check_modules) entry.check_modules(bundle);
 }
 
-void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules) {
+VisionCost vision_cost(const Manifest& manifest) {
+  const Entry entry = entry_of(manifest.arch, "manifest of " + manifest.model_name);
+  if (!entry.cost) throw Error(ErrorCode::kBundle, "architecture '" + manifest.arch + "' has no FLOP formulas in this build");
+  return entry.cost(manifest);
+}
+
+void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules,
+                           std::function<VisionCost(const Manifest&)> cost) {
   if (arch.empty() || !make) throw Error(ErrorCode::kInvalidArgument, "register_model_family: needs an arch and a factory");
   const std::lock_guard<std::mutex> hold(table_lock());
   for (const Entry& e : families()) {
     if (e.arch == arch) throw Error(ErrorCode::kInvalidArgument, "register_model_family: arch '" + arch + "' is taken");
   }
-  families().push_back({arch, std::move(make), std::move(check_modules)});
+  families().push_back({arch, std::move(make), std::move(check_modules), std::move(cost)});
 }
 
 }  // namespace era

@@ -30,16 +30,16 @@
 #include <string>
 #include <vector>
 
+#include "family/vision_cost.h"
+
 namespace era::bench {
 
 struct ModelDims {
   // vision tower
   int64_t image_size = 336, patch_size = 14, num_patches = 576;
   int64_t vision_hidden = 0, vision_intermediate = 0, vision_layers_run = 0;
-  // native-resolution towers (Qwen2.5-VL): frames a temporal patch, the merge block side, the
-  // attention window in merge units a side, and how many layers attend to whole slices instead
-  bool native = false;
-  int64_t temporal_patch = 1, merge = 1, window_units = 0, vision_full_layers = 0;
+  // the tower's and projector's FLOP formulas: the bundle's family's (family/vision_cost.h)
+  VisionCost vision_cost;
   // decoder
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
 };
@@ -57,11 +57,6 @@ struct FlopCount {
   int64_t generated = 0;
 };
 
-double vision_flops_per_crop(const ModelDims& m);
-// A native-resolution tower and its projector over items of `grids` ((t, h, w) in patches).
-double native_vision_flops(const ModelDims& m, const std::vector<std::array<int64_t, 3>>& grids);
-double native_projector_flops(const ModelDims& m, const std::vector<std::array<int64_t, 3>>& grids);
-double projector_flops_per_crop(const ModelDims& m);
 double prefill_flops(const ModelDims& m, int64_t prompt_tokens);
 double decode_step_flops(const ModelDims& m, int64_t context);  // context = keys the step attends to
 // The weights one decode step reads: every decoder layer's projections and MLP, and the LM head
@@ -75,7 +70,8 @@ struct EarlyLayers {
   int64_t prompt_tokens = 0;
 };
 
-// A request with `crops` vision crops (a native-resolution tower: its items' `grids` instead),
+// A request with `crops` vision crops (a native-resolution tower: its items' `grids` instead; the
+// family's formulas decide which counts),
 // `prompt_tokens` decoder prompt tokens and `generated` answer tokens (decode steps =
 // generated - 1: the last token is never fed back).
 FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated,

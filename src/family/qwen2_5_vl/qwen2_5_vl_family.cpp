@@ -77,6 +77,40 @@ void check_qwen25vl_modules(const ModelBundle& b) {
   if (v.fullatt_block_indexes) attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
 }
 
+VisionCost qwen25vl_vision_cost(const Manifest& manifest) {
+  const auto& v = manifest.vision;
+  const double C = static_cast<double>(v.hidden_size), P = static_cast<double>(v.patch_size), D = manifest.text.hidden_size,
+               I = v.intermediate_size > 0 ? static_cast<double>(v.intermediate_size) : 4.0 * C;
+  const int64_t merge = std::max<int64_t>(1, v.spatial_merge_size), layers = v.num_layers;
+  const int64_t units = std::max<int64_t>(1, v.window_size / (merge * v.patch_size));  // the window, in merge units a side
+  const int64_t full = std::min<int64_t>(v.fullatt_block_indexes ? static_cast<int64_t>(v.fullatt_block_indexes->size()) : 0, layers);
+  const double temporal = static_cast<double>(v.temporal_patch_size);
+  const auto vision = [=](int64_t, const ItemGrids& grids) {
+    double patches = 0, window_sq = 0, slice_sq = 0;  // sums of segment sizes squared
+    const auto span = [](int64_t n, int64_t size, int64_t i) { return std::min(size, n - i * size); };
+    for (const auto& [t, h, w] : grids) {
+      patches += static_cast<double>(t * h * w);
+      slice_sq += static_cast<double>(t) * static_cast<double>(h * w) * static_cast<double>(h * w);
+      const int64_t lh = h / merge, lw = w / merge;
+      for (int64_t r = 0; r * units < lh; ++r)
+        for (int64_t c = 0; c * units < lw; ++c) {
+          const double s = static_cast<double>(span(lh, units, r) * span(lw, units, c) * merge * merge);
+          window_sq += static_cast<double>(t) * s * s;
+        }
+    }
+    const double dense = 2.0 * patches * (4 * C * C + 3 * C * I);
+    return 2.0 * patches * (3 * temporal * P * P) * C + static_cast<double>(layers) * dense +
+           4.0 * C * (static_cast<double>(full) * slice_sq + static_cast<double>(layers - full) * window_sq);
+  };
+  const auto projector = [=](int64_t, const ItemGrids& grids) {
+    double tokens = 0;
+    for (const auto& [t, h, w] : grids) tokens += static_cast<double>(t * (h / merge) * (w / merge));
+    const double in = C * static_cast<double>(merge * merge);
+    return 2.0 * tokens * (in * in + in * D);
+  };
+  return {vision, projector};
+}
+
 Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.manifest), bundle_dir_(bundle.dir) {
   const std::string where = bundle_dir_ + "/manifest.json";
   const auto& m = manifest_;

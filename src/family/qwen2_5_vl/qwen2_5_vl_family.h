@@ -18,11 +18,18 @@
 // their original (t, h, w) positions (ReductionRequest::positions "original"), or take
 // consecutive text-like positions ("compact").
 #include "family/model_family.h"
+#include "family/vision_cost.h"
 
 namespace era {
 
 // The module checks (load_bundle's family_checks): the native tower and the merger MLP.
 void check_qwen25vl_modules(const ModelBundle& bundle);
+
+// The FLOPs (era_bench) of the native tower over items of given grids: the Conv3d patch embedding,
+// per layer the fused q/k/v, the output projection and the gated MLP on every patch, and attention
+// within each temporal slice (the full-attention blocks) or each window of merge units (the
+// others); the merger MLP on every merged token.
+VisionCost qwen25vl_vision_cost(const Manifest& manifest);
 
 class Qwen25VlFamily final : public ModelFamily,
                              public PromptFormat,

@@ -55,14 +55,15 @@ TEST(Flops, VisionAndProjectorMatchACountOfTheModulesWeights) {
   for (int64_t i = 0; i < dims.vision_layers_run; ++i) {
     layers += 2.0 * n * matrix_params(vision, "encoder.layers." + std::to_string(i) + ".") + 2.0 * 2.0 * n * n * c;
   }
-  EXPECT_DOUBLE_EQ(bench::vision_flops_per_crop(dims), 2.0 * dims.num_patches * patch + layers);
-  EXPECT_DOUBLE_EQ(bench::projector_flops_per_crop(dims), 2.0 * dims.num_patches * matrix_params(projector, ""));
+  // the family's formulas (family/llava_base.h, llava_vision_cost) for one crop
+  EXPECT_DOUBLE_EQ(dims.vision_cost.vision(1, {}), 2.0 * dims.num_patches * patch + layers);
+  EXPECT_DOUBLE_EQ(dims.vision_cost.projector(1, {}), 2.0 * dims.num_patches * matrix_params(projector, ""));
 }
 
 TEST(Flops, ARequestAddsItsPartsAndAveragesTheDecodeSteps) {
   const auto dims = bench::read_model_dims(test::bundle_dir());
   const auto f = bench::count_flops(dims, 5, 100, 3);  // decode steps see 101 and 102 keys
-  EXPECT_DOUBLE_EQ(f.vision, 5 * bench::vision_flops_per_crop(dims));
+  EXPECT_DOUBLE_EQ(f.vision, 5 * dims.vision_cost.vision(1, {}));
   EXPECT_DOUBLE_EQ(f.decode_per_token, (bench::decode_step_flops(dims, 101) + bench::decode_step_flops(dims, 102)) / 2);
   EXPECT_DOUBLE_EQ(f.total(), f.vision + f.projector + f.prefill + 2 * f.decode_per_token);
   EXPECT_GT(bench::prefill_flops(dims, 640), bench::prefill_flops(dims, 128));
@@ -95,31 +96,3 @@ TEST(Flops, MissingBundleIsABundleError) {
 }  // namespace
 }  // namespace era
 
-namespace era {
-namespace {
-
-// A native-resolution tower (Qwen2.5-VL) counted by hand: one 4 x 6 patch image, temporal patch 2,
-// 2 x 2 merge, windows of 2 x 2 merge units (a 16-patch and an 8-patch window), one of the two
-// layers attending to the whole image.
-TEST(Flops, NativeTowerByHand) {
-  bench::ModelDims m;
-  m.native = true;
-  m.patch_size = 14;
-  m.vision_hidden = 4;
-  m.vision_intermediate = 8;
-  m.vision_layers_run = 2;
-  m.vision_full_layers = 1;
-  m.merge = 2;
-  m.window_units = 2;
-  m.temporal_patch = 2;
-  m.hidden = 10;
-  const std::vector<std::array<int64_t, 3>> grids{{1, 4, 6}};
-  const double embed = 2.0 * 24 * (3 * 2 * 14 * 14) * 4;           // 24 patches
-  const double dense = 2 * (2.0 * 24 * (4 * 16 + 3 * 4 * 8));       // q/k/v/o + gated MLP, 2 layers
-  const double attention = 4.0 * 4 * (24 * 24 + (16 * 16 + 8 * 8));  // full layer + window layer
-  EXPECT_DOUBLE_EQ(bench::native_vision_flops(m, grids), embed + dense + attention);
-  EXPECT_DOUBLE_EQ(bench::native_projector_flops(m, grids), 2.0 * 6 * (16 * 16 + 16 * 10));  // 6 merged tokens
-}
-
-}  // namespace
-}  // namespace era
