@@ -7,11 +7,11 @@
 #include <string>
 
 struct CanvasState {
-  cv::Mat picture;         // BGR, drawn at the left (the reduction overlay or the plain image)
+  cv::Mat picture;  // BGR, drawn at the left (the reduction overlay or the plain image)
   std::string question;
-  std::string answer;      // grows as tokens arrive
-  std::string typing;      // a question being typed in the window
-  std::string status;      // one line: what is happening, token counts, keys
+  std::string answer;  // grows as tokens arrive
+  std::string typing;  // a question being typed in the window
+  std::string status;  // one line: what is happening, token counts, keys
 };
 
 // Renders the state into a BGR image `width` pixels wide, tall enough for the picture and the text

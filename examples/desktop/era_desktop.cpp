@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "answer_canvas.h"
-#include "key_input.h"
 #include "era/era.h"
 #include "era/reduction_picture.h"
 #include "era/version.h"
+#include "key_input.h"
 
 namespace {
 
@@ -86,7 +86,8 @@ std::optional<Options> parse(int argc, char** argv) {
     else if (flag == "--hold-ms") o.hold_ms = static_cast<int>(number());
     else throw era::Error(era::ErrorCode::kInvalidArgument, "unknown option " + flag + " (see --help)");
   }
-  if (o.model.empty() || o.image.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "--model and --image are required (see --help)");
+  if (o.model.empty() || o.image.empty())
+    throw era::Error(era::ErrorCode::kInvalidArgument, "--model and --image are required (see --help)");
   return o;
 }
 
@@ -104,8 +105,8 @@ era::ImageReduction crop_of(const era::ImageReduction& reduction, int64_t tokens
 cv::Mat picture_of(const era::PreparedInput& in, const era::ImageReduction* reduction, int64_t tokens_per_crop) {
   const int64_t grid = std::lround(std::sqrt(static_cast<double>(tokens_per_crop)));
   // era::Image pixels are tightly packed RGB rows.
-  const era::Image rgb = reduction ? era::draw_reduction(in.crops[0], grid, crop_of(*reduction, tokens_per_crop), /*scale=*/1)
-                                   : in.crops[0];
+  const era::Image rgb =
+      reduction ? era::draw_reduction(in.crops[0], grid, crop_of(*reduction, tokens_per_crop), /*scale=*/1) : in.crops[0];
   cv::Mat view(rgb.height(), rgb.width(), CV_8UC3, const_cast<uint8_t*>(rgb.data()));
   cv::Mat bgr;
   cv::cvtColor(view, bgr, cv::COLOR_RGB2BGR);
@@ -224,7 +225,8 @@ int main(int argc, char** argv) {
     // uses); a file that OpenCV cannot read is reported like the library would.
     const cv::Mat bgr = cv::imread(options.image, cv::IMREAD_COLOR);
     if (bgr.empty()) throw era::Error(era::ErrorCode::kImage, options.image + ": cannot read image");
-    const era::Image image = era::Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), era::PixelFormat::kBGR8);
+    const era::Image image =
+        era::Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), era::PixelFormat::kBGR8);
     era::Session session = era::Session::open(options.model);
 
     cv::namedWindow(kWindow, cv::WINDOW_AUTOSIZE | cv::WINDOW_GUI_NORMAL);

@@ -3,7 +3,7 @@
 namespace {
 
 constexpr int kShiftBit = 1 << 16, kCapsBit = 1 << 17;  // GTK backend: modifier state << 16
-constexpr int kQtShift = 0x02000000;                      // Qt backend: Qt::ShiftModifier
+constexpr int kQtShift = 0x02000000;                    // Qt backend: Qt::ShiftModifier
 // Qt backend keys that are not text (Qt::Key_Escape, Key_Backspace, Key_Return, Key_Enter).
 constexpr int kQtEscape = 0x01000000, kQtBackspace = 0x01000003, kQtReturn = 0x01000004, kQtEnter = 0x01000005;
 
@@ -59,9 +59,15 @@ KeyAction apply_key(int key, std::string& typing) {
   const bool shift = (key & kShiftBit) != 0 || (key & kQtShift) != 0;
   const bool upper = shift != ((key & kCapsBit) != 0);
   switch (sym) {
-    case 13: case 10: case 0xFF0D: case 0xFF8D: return KeyAction::kSubmit;  // Return, KP_Enter
-    case 27: case 0xFF1B: return KeyAction::kEscape;
-    case 8: case 127: case 0xFF08:  // BackSpace
+    case 13:
+    case 10:
+    case 0xFF0D:
+    case 0xFF8D: return KeyAction::kSubmit;  // Return, KP_Enter
+    case 27:
+    case 0xFF1B: return KeyAction::kEscape;
+    case 8:
+    case 127:
+    case 0xFF08:  // BackSpace
       if (typing.empty()) return KeyAction::kNone;
       pop_utf8(typing);
       return KeyAction::kEdited;

@@ -38,11 +38,11 @@
 
 #include "era/error.h"
 #include "era/image.h"
-#include "era/video.h"
-#include "era/shim_location.h"
 #include "era/methods.h"
 #include "era/options.h"
+#include "era/shim_location.h"
 #include "era/version.h"
+#include "era/video.h"
 
 namespace era {
 
@@ -84,7 +84,7 @@ struct Request {
   // min_pixels / max_pixels; 0 = the bundle's). Other families ignore them.
   int64_t min_pixels = 0;
   int64_t max_pixels = 0;
-  bool use_template = true;         // wrap in the bundle's conversation template (manifest prompt.template)
+  bool use_template = true;  // wrap in the bundle's conversation template (manifest prompt.template)
   // A conversation: the earlier exchanges, oldest first, formatted by the template before
   // `prompt` (the new user turn), as LLaVA's multi-turn conversations are. The request's images
   // fill the "<image>" placeholders of history[0].user, history[1].user, ... and then `prompt`,
@@ -98,7 +98,7 @@ struct Request {
   float top_p = 1.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;
-  ReductionRequest reduction;       // era/methods.h
+  ReductionRequest reduction;  // era/methods.h
   // Called with each newly completed piece of the answer, on the calling thread; return false to
   // stop generating: no further token is computed (Result::finish_reason "cancelled"). Must not
   // call back into the same Session (calls are serialised: it would wait on itself).
@@ -107,11 +107,11 @@ struct Request {
 
 struct Stats {
   double preprocess_ms = 0, vision_ms = 0, reduce_ms = 0, prefill_ms = 0, decode_ms = 0, total_ms = 0;
-  std::vector<double> decode_step_ms;  // one per decode step
-  int64_t visual_tokens = 0;           // image tokens the decoder saw (fastv/dart: layers >= K)
+  std::vector<double> decode_step_ms;      // one per decode step
+  int64_t visual_tokens = 0;               // image tokens the decoder saw (fastv/dart: layers >= K)
   int64_t visual_tokens_early_layers = 0;  // image tokens decoder layer 0 saw (differs for fastv/dart)
-  int64_t text_tokens = 0;             // prompt tokens that are text
-  int64_t prompt_tokens = 0;           // visual + text
+  int64_t text_tokens = 0;                 // prompt tokens that are text
+  int64_t prompt_tokens = 0;               // visual + text
   int64_t generated_tokens = 0;
   int64_t kv_cache_bytes = 0;            // filled part of the KV cache at the end
   int64_t kv_cache_allocated_bytes = 0;  // preallocated for this request
@@ -124,14 +124,14 @@ enum class MediaKind { kImage, kVideo };
 struct ImageReduction {
   std::string method;
   MediaKind media = MediaKind::kImage;
-  int64_t original_tokens = 0;        // all crops' tokens (576 per crop); a video: its frames'
-                                      // pooled tokens (196 per frame on LLaVA-OneVision)
-  std::vector<int64_t> kept;          // original index of each token the decoder saw, in sequence
-                                      // order (ascending for LLaVA-1.5); -1 for a NeXT newline
-  std::vector<int64_t> assignment;    // per original token: slot in `kept` of its cluster, -1 = dropped
-  std::vector<int64_t> cluster_sizes; // per kept token: original tokens it stands for
-  std::vector<float> bias;            // per kept token: LAR's b_k (1 = no rectification)
-  std::vector<float> entropy;         // per original token: head-distribution entropy (ERA only)
+  int64_t original_tokens = 0;         // all crops' tokens (576 per crop); a video: its frames'
+                                       // pooled tokens (196 per frame on LLaVA-OneVision)
+  std::vector<int64_t> kept;           // original index of each token the decoder saw, in sequence
+                                       // order (ascending for LLaVA-1.5); -1 for a NeXT newline
+  std::vector<int64_t> assignment;     // per original token: slot in `kept` of its cluster, -1 = dropped
+  std::vector<int64_t> cluster_sizes;  // per kept token: original tokens it stands for
+  std::vector<float> bias;             // per kept token: LAR's b_k (1 = no rectification)
+  std::vector<float> entropy;          // per original token: head-distribution entropy (ERA only)
 };
 
 struct Result {
@@ -161,18 +161,18 @@ struct AttentionReport {
 // The model inputs of a request before the vision tower, for debugging and pictures (the exact
 // normalised pixel tensor: era/debug.h).
 struct PreparedInput {
-  std::string prompt;                 // after the template
-  std::vector<int64_t> token_ids;     // BOS + text ids, image_token_id where each image goes,
-                                      // video_token_id where each video goes
+  std::string prompt;              // after the template
+  std::vector<int64_t> token_ids;  // BOS + text ids, image_token_id where each image goes,
+                                   // video_token_id where each video goes
   int64_t image_token_id = -1;
-  int64_t video_token_id = -1;        // -1: the model takes no video
-  std::vector<Image> crops;           // every item's crops (a video's frames) in order, RGB pixels
-                                      // (S x S) as the vision tower sees them before normalisation
+  int64_t video_token_id = -1;  // -1: the model takes no video
+  std::vector<Image> crops;     // every item's crops (a video's frames) in order, RGB pixels
+                                // (S x S) as the vision tower sees them before normalisation
   // Per visual item, in prompt order:
-  std::vector<MediaKind> media;                      // image or video
-  std::vector<int64_t> crops_per_image;              // an image's crops (1 for LLaVA-1.5; 1 +
-                                                     // tiles for NeXT), a video's frames
-  std::vector<std::array<int64_t, 2>> image_sizes;   // (height, width) of the decoded image or frames
+  std::vector<MediaKind> media;                     // image or video
+  std::vector<int64_t> crops_per_image;             // an image's crops (1 for LLaVA-1.5; 1 +
+                                                    // tiles for NeXT), a video's frames
+  std::vector<std::array<int64_t, 2>> image_sizes;  // (height, width) of the decoded image or frames
   // Native-resolution families (Qwen2.5-VL), per item: its (t, h, w) grid in patches
   // (transformers' image_grid_thw / video_grid_thw); empty for the others.
   std::vector<std::array<int64_t, 3>> grids;
@@ -237,7 +237,7 @@ class Session {
   ModelInfo info() const;
 
  private:
-  struct Impl;                 // the engine (src/pipeline/session_internals.h)
+  struct Impl;                  // the engine (src/pipeline/session_internals.h)
   friend struct SessionAccess;  // the library's own access to it (era/debug.h and the pipeline)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -24,9 +24,9 @@ struct ReductionRequest {
   // on LLaVA-NeXT of the whole image span, newlines included, regardless of `scope`; DART keeps
   // 4 + 8 * floor(tokens / 8) unless baselines.dart_exact_budget).
   std::string method = kUnreducedMethod;
-  int64_t tokens = 0;       // visual tokens to keep per image; 0 = use keep_ratio
-  float keep_ratio = 0.0f;  // fraction of each image's tokens to keep when tokens == 0; 0 = all
-  EraOptions era;           // ERA hyper-parameters and switches (defaults: configs/era.json)
+  int64_t tokens = 0;         // visual tokens to keep per image; 0 = use keep_ratio
+  float keep_ratio = 0.0f;    // fraction of each image's tokens to keep when tokens == 0; 0 = all
+  EraOptions era;             // ERA hyper-parameters and switches (defaults: configs/era.json)
   BaselineOptions baselines;  // parameters of the competing methods
   // LLaVA-NeXT only. `tokens` is the nominal budget per image as the paper counts it (160 =
   // 32 per crop x 5 crops, the most a pinpoint grid gives). "crop": each crop (base and every
@@ -47,9 +47,9 @@ enum class MethodStage {
 };
 
 struct MethodInfo {
-  std::string name;     // as ReductionRequest::method spells it
+  std::string name;  // as ReductionRequest::method spells it
   MethodStage stage = MethodStage::kNone;
-  std::string summary;  // one line, for help texts
+  std::string summary;               // one line, for help texts
   bool rectifies_attention = false;  // ERA and its ablations: reads ReductionRequest::era and
                                      // feeds per-token log b_k to the decoder (LAR)
   std::vector<std::string> options;  // the BaselineOptions fields it reads

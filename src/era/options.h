@@ -21,23 +21,23 @@ enum class LarPath { kAugmented, kAdditiveMask };  // how the decoder applies lo
 
 struct EraOptions {
   // DEP
-  float alpha = 0.5f;    // weight of the head-saliency view y in z = normalize([x^; alpha*y])
-  float eta = 0.1f;      // entropy penalty in the greedy score
-  float epsilon = 1e-8f; // in log(y + eps) and in the min-max denominator
+  float alpha = 0.5f;     // weight of the head-saliency view y in z = normalize([x^; alpha*y])
+  float eta = 0.1f;       // entropy penalty in the greedy score
+  float epsilon = 1e-8f;  // in log(y + eps) and in the min-max denominator
   SaliencySource saliency_source = SaliencySource::kLogits;
   SaliencyReadout readout = SaliencyReadout::kCls;
   FeatureSpace feature_space = FeatureSpace::kProjected;
   bool normalized_entropy_penalty = true;  // greedy penalty uses min-max e^ (default) or raw e
-  bool use_diversity = true;  // DEP(x): the visual view x takes part in z
-  bool use_saliency = true;   // DEP(y): the head view y takes part in z, and the entropy penalty
+  bool use_diversity = true;               // DEP(x): the visual view x takes part in z
+  bool use_saliency = true;                // DEP(y): the head view y takes part in z, and the entropy penalty
   // BTR
-  bool recycle = true;        // merge pruned tokens into anchors (centroids); off = plain pruning
+  bool recycle = true;  // merge pruned tokens into anchors (centroids); off = plain pruning
   MatchSpace match_space = MatchSpace::kX;
-  float lambda = 0.3f;        // w_u = lambda + (1 - lambda) * (1 - e^_u)
+  float lambda = 0.3f;  // w_u = lambda + (1 - lambda) * (1 - e^_u)
   // LAR
-  bool rectify = true;        // feed log b_k to the decoder; off = bias 0
+  bool rectify = true;  // feed log b_k to the decoder; off = bias 0
   LarSchedule lar_schedule = LarSchedule::kAllLayers;
-  int lar_early_layers = 3;   // for kEarlyLayers: layers 0..n-1
+  int lar_early_layers = 3;  // for kEarlyLayers: layers 0..n-1
   LarPath lar_path = LarPath::kAugmented;
 };
 

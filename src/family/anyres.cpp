@@ -12,9 +12,7 @@
 namespace era {
 namespace {
 
-std::string size_str(const Resolution& r) {
-  return std::to_string(r.height) + "x" + std::to_string(r.width) + " (HxW)";
-}
+std::string size_str(const Resolution& r) { return std::to_string(r.height) + "x" + std::to_string(r.width) + " (HxW)"; }
 
 // The aspect-preserving size the image is resized to inside `target` (HF `_get_patch_output_size`,
 // original LLaVA `resize_and_pad_image`). Python semantics: int / int is a double, int * double
@@ -41,8 +39,7 @@ Resolution fitted_size(const Resolution& original, const Resolution& target) {
 Resolution select_best_resolution(const Resolution& original, const std::vector<Resolution>& candidates) {
   if (original.height <= 0 || original.width <= 0)
     throw Error(ErrorCode::kInvalidArgument, "select_best_resolution: empty image " + size_str(original));
-  if (candidates.empty())
-    throw Error(ErrorCode::kInvalidArgument, "select_best_resolution: no candidate resolutions");
+  if (candidates.empty()) throw Error(ErrorCode::kInvalidArgument, "select_best_resolution: no candidate resolutions");
   const double h0 = static_cast<double>(original.height);
   const double w0 = static_cast<double>(original.width);
   const int64_t original_pixels = original.height * original.width;
@@ -83,8 +80,7 @@ AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>&
   for (const Resolution& p : pinpoints) {
     if (p.height <= 0 || p.width <= 0 || p.height % tile != 0 || p.width % tile != 0)
       throw Error(ErrorCode::kInvalidArgument, "make_anyres_crops: pinpoint " + size_str(p) +
-                                                   " is not a positive multiple of the tile size " +
-                                                   std::to_string(tile));
+                                                   " is not a positive multiple of the tile size " + std::to_string(tile));
   }
 
   AnyresCrops out;
@@ -108,15 +104,13 @@ AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>&
   out.crops.push_back(pil_resize(rgb, base_size, base_size, filter));
   for (int64_t r = 0; r < out.rows; ++r) {
     for (int64_t c = 0; c < out.cols; ++c) {
-      out.crops.push_back(
-          canvas(cv::Rect(static_cast<int>(c * tile), static_cast<int>(r * tile), tile, tile)).clone());
+      out.crops.push_back(canvas(cv::Rect(static_cast<int>(c * tile), static_cast<int>(r * tile), tile, tile)).clone());
     }
   }
   return out;
 }
 
-std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints,
-                                      const ClipImageConfig& clip) {
+std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, const ClipImageConfig& clip) {
   AnyresCrops anyres = make_anyres_crops(rgb, pinpoints, clip.size, clip.filter, clip.resize_edge());
   for (cv::Mat& crop : anyres.crops) crop = clip_resize_crop(crop, clip);
   return std::move(anyres.crops);

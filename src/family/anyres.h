@@ -54,7 +54,6 @@ AnyresCrops make_anyres_crops(const cv::Mat& rgb, const std::vector<Resolution>&
 // clip.resize_edge(), centre crop clip.size): a tile is resized and cropped back only when the
 // checkpoint's size.shortest_edge differs from its crop_size. (clip.mode is not used: anyres
 // never expands to a square.)
-std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints,
-                                      const ClipImageConfig& clip);
+std::vector<cv::Mat> llava_next_crops(const cv::Mat& rgb, const std::vector<Resolution>& pinpoints, const ClipImageConfig& clip);
 
 }  // namespace era

@@ -11,10 +11,10 @@ namespace {
 
 void check_geometry(const AnyresGeometry& g, const char* where) {
   if (g.original.height <= 0 || g.original.width <= 0 || g.rows <= 0 || g.cols <= 0 || g.patches_per_side <= 0)
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(where) + ": bad anyres geometry (image " + std::to_string(g.original.height) + "x" +
-                    std::to_string(g.original.width) + ", grid " + std::to_string(g.rows) + "x" +
-                    std::to_string(g.cols) + ", " + std::to_string(g.patches_per_side) + " patches per side)");
+    throw Error(ErrorCode::kInvalidArgument, std::string(where) + ": bad anyres geometry (image " +
+                                                 std::to_string(g.original.height) + "x" + std::to_string(g.original.width) +
+                                                 ", grid " + std::to_string(g.rows) + "x" + std::to_string(g.cols) + ", " +
+                                                 std::to_string(g.patches_per_side) + " patches per side)");
 }
 
 // Python's int(round(x, 7)) for a finite x >= 0. round(x, 7) is the double nearest to x correctly
@@ -74,8 +74,8 @@ ReducedTokens concat_crops(const std::vector<ReducedTokens>& per_crop, int64_t t
     const std::string where = "concat_crops: crop " + std::to_string(c);
     const auto k = static_cast<int64_t>(r.kept.size());
     if (static_cast<int64_t>(r.assignment.size()) != tokens_per_crop)
-      throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(r.assignment.size()) +
-                                                   " assignments, expected " + std::to_string(tokens_per_crop));
+      throw Error(ErrorCode::kInvalidArgument, where + " has " + std::to_string(r.assignment.size()) + " assignments, expected " +
+                                                   std::to_string(tokens_per_crop));
     if (!r.embeddings.defined() || r.embeddings.dim() != 2 || r.embeddings.size(0) != k)
       throw Error(ErrorCode::kInvalidArgument, where + ": embeddings must be [kept, D]");
     if (r.entropy.empty() == with_entropy)
@@ -125,10 +125,9 @@ ReducedTokens pack_anyres(const ReducedTokens& joint, const AnyresGeometry& geom
   const auto k = static_cast<int64_t>(joint.kept.size());
 
   if (static_cast<int64_t>(joint.assignment.size()) != n)
-    throw Error(ErrorCode::kInvalidArgument, "pack_anyres: " + std::to_string(joint.assignment.size()) +
-                                                 " assignments for " + std::to_string(n) + " tokens (1 + " +
-                                                 std::to_string(geometry.rows) + "x" + std::to_string(geometry.cols) +
-                                                 " crops of " + std::to_string(per_crop) + ")");
+    throw Error(ErrorCode::kInvalidArgument, "pack_anyres: " + std::to_string(joint.assignment.size()) + " assignments for " +
+                                                 std::to_string(n) + " tokens (1 + " + std::to_string(geometry.rows) + "x" +
+                                                 std::to_string(geometry.cols) + " crops of " + std::to_string(per_crop) + ")");
   if (!joint.embeddings.defined() || joint.embeddings.dim() != 2 || joint.embeddings.size(0) != k)
     throw Error(ErrorCode::kInvalidArgument, "pack_anyres: embeddings must be [kept, D]");
   const int64_t d = joint.embeddings.size(1);

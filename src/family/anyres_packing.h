@@ -13,9 +13,9 @@
 namespace era {
 
 struct AnyresGeometry {
-  Resolution original;           // image size before anyres
-  int64_t rows = 0, cols = 0;    // tile grid
-  int64_t patches_per_side = 24; // tokens per tile side (336 / 14)
+  Resolution original;            // image size before anyres
+  int64_t rows = 0, cols = 0;     // tile grid
+  int64_t patches_per_side = 24;  // tokens per tile side (336 / 14)
 };
 
 // Rows [top, bottom) and columns [left, right) of the (rows*p) x (cols*p) token grid that survive

@@ -1,8 +1,8 @@
 #include "family/anyres_reduction.h"
 
 #include "era/error.h"
-#include "family/vision_input.h"
 #include "family/anyres.h"
+#include "family/vision_input.h"
 #include "reduce/budget.h"
 
 namespace era {

@@ -101,8 +101,7 @@ cv::Mat clip_resize_crop(const cv::Mat& rgb, const ClipImageConfig& config) {
 
 cv::Mat llava15_crop(const cv::Mat& rgb, const ClipImageConfig& config) {
   require_rgb(rgb, "llava15_crop");
-  if (config.size <= 0)
-    throw Error(ErrorCode::kInvalidArgument, "llava15_crop: bad target size " + std::to_string(config.size));
+  if (config.size <= 0) throw Error(ErrorCode::kInvalidArgument, "llava15_crop: bad target size " + std::to_string(config.size));
   if (config.mode == AspectMode::kPad && rgb.cols != rgb.rows)
     return clip_resize_crop(expand_to_square(rgb, config.pad_color), config);
   return clip_resize_crop(rgb, config);

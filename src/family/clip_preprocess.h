@@ -20,8 +20,8 @@ namespace era {
 enum class AspectMode { kPad, kCrop };
 
 struct ClipImageConfig {
-  int size = 336;          // the centre crop: the vision tower's image size
-  int shortest_edge = 0;   // the resize target of the shortest edge; 0 = size
+  int size = 336;         // the centre crop: the vision tower's image size
+  int shortest_edge = 0;  // the resize target of the shortest edge; 0 = size
   AspectMode mode = AspectMode::kPad;
   PilFilter filter = PilFilter::kBicubic;
   std::array<float, 3> mean{0.48145466f, 0.4578275f, 0.40821073f};

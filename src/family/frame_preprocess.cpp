@@ -7,7 +7,8 @@ namespace era {
 
 cv::Mat resize_video_frame(const cv::Mat& rgb, const VideoSpec& video) {
   const int s = static_cast<int>(video.size);
-  const ResampleArithmetic arithmetic = video.arithmetic == "pillow" ? ResampleArithmetic::kPillow : ResampleArithmetic::kTorchUint8;
+  const ResampleArithmetic arithmetic =
+      video.arithmetic == "pillow" ? ResampleArithmetic::kPillow : ResampleArithmetic::kTorchUint8;
   return resize_u8(rgb, s, s, video.filter, arithmetic);
 }
 

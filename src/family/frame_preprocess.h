@@ -3,8 +3,8 @@
 // (LlavaOnevisionVideoProcessor): resized to size x size (aspect not kept; torch's uint8
 // antialiased resize, or Pillow's for bundles that ask for it), then rescaled and normalised in
 // one step, (v - mean * 255) / (std * 255) in float32, as their fused rescale + normalise does.
-#include <opencv2/core.hpp>
 #include <torch/script.h>
+#include <opencv2/core.hpp>
 
 #include "model/manifest.h"
 

@@ -82,8 +82,8 @@ void LlavaFamilyBase::require_layout(std::initializer_list<ImageLayout> allowed)
                                       "' does not fit architecture " + manifest_.arch);
 }
 
-std::string LlavaFamilyBase::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
-                                           const std::optional<std::string>& system) const {
+std::string LlavaFamilyBase::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+                                           int num_videos, const std::optional<std::string>& system) const {
   return era::format_conversation(request_template(manifest_.prompt, system, num_videos, takes_video(), no_video()), history,
                                   question, num_images, num_videos);
 }
@@ -94,8 +94,7 @@ std::vector<int64_t> LlavaFamilyBase::tokenize(const Tokenizer& tokenizer, const
   std::vector<AddedToken> specials = manifest_.tokens.added_tokens;
   specials.push_back({tokenizer.piece(tokenizer.bos_id()), tokenizer.bos_id()});
   specials.push_back({tokenizer.piece(tokenizer.eos_id()), tokenizer.eos_id()});
-  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
-                              specials);
+  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id, specials);
 }
 
 torch::Tensor LlavaFamilyBase::normalize(const cv::Mat& crop) const { return normalize_to_chw(crop, clip_); }
@@ -155,7 +154,8 @@ ReducedTokens LlavaFamilyBase::reduce(const ImageTokens& item, const MethodSpec&
 cv::Mat LlavaFamilyBase::video_frame(const cv::Mat&) const { throw no_video(); }
 torch::Tensor LlavaFamilyBase::normalize_frame(const cv::Mat&) const { throw no_video(); }
 int64_t LlavaFamilyBase::tokens_per_frame() const { throw no_video(); }
-ReducedTokens LlavaFamilyBase::reduce_video(const ImageTokens&, const MethodSpec&, const Reducer&, const ReductionRequest&) const {
+ReducedTokens LlavaFamilyBase::reduce_video(const ImageTokens&, const MethodSpec&, const Reducer&,
+                                            const ReductionRequest&) const {
   throw no_video();
 }
 

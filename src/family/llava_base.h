@@ -3,9 +3,9 @@
 // normalisation, fixed-size crops stacked for the tower, and a LLaMA-style decoder with
 // positions 0..L-1. The families differ in their crops and visual tokens only (and
 // LLaVA-OneVision in its tokenizer and video).
+#include "family/clip_preprocess.h"
 #include "family/model_family.h"
 #include "family/vision_cost.h"
-#include "family/clip_preprocess.h"
 
 #include <initializer_list>
 

@@ -13,8 +13,8 @@
 // (family/<name>/) and is registered in family/registry.cpp.
 // Adding a family: a folder with a class implementing ModelFamily, and one line in
 // family/registry.cpp mapping its manifest `arch` to it (docs/architecture.md, "Adding a model family").
-#include <opencv2/core.hpp>
 #include <torch/script.h>
+#include <opencv2/core.hpp>
 
 #include <array>
 #include <functional>
@@ -46,9 +46,9 @@ struct ImageTokens {
   std::array<int64_t, 2> size{};  // (height, width) of the decoded image or frames
   // [M, D] the instruction's text embeddings, for methods that rank against it (else undefined).
   torch::Tensor instruction;
-  GridThw grid;            // the item's (t, h, w) grid in patches (native-resolution families)
+  GridThw grid;  // the item's (t, h, w) grid in patches (native-resolution families)
   int64_t first_token = 0;
-  int64_t time_step = 1;   // the M-RoPE time step between its temporal patches
+  int64_t time_step = 1;  // the M-RoPE time step between its temporal patches
 };
 
 class PromptFormat {

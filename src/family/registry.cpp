@@ -8,8 +8,8 @@
 #include "family/llava_next/llava_next_family.h"
 #include "family/llava_onevision/llava_onevision_family.h"
 #include "family/model_family.h"
-#include "family/vision_cost.h"
 #include "family/qwen2_5_vl/qwen2_5_vl_family.h"
+#include "family/vision_cost.h"
 
 namespace era {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 struct Entry {
   std::string arch;
   FamilyFactory make;
-  ModuleChecks check_modules;  // the family's vision tower and projector against the manifest
+  ModuleChecks check_modules;                       // the family's vision tower and projector against the manifest
   std::function<VisionCost(const Manifest&)> cost;  // era_bench's FLOPs of the tower and projector
 };
 

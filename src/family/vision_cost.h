@@ -17,7 +17,7 @@ using ItemGrids = std::vector<std::array<int64_t, 3>>;
 struct VisionCost {
   // The tower's and the projector's FLOPs for a request of `crops` fixed-size crops (families
   // that cut images into crops) or of the native-resolution items `grids` (the others).
-  std::function<double(int64_t crops, const ItemGrids& grids)> vision, projector;
+  std::function<double(int64_t crops, const ItemGrids&grids)> vision, projector;
 };
 
 // The cost formulas of `manifest`'s family (family/registry.cpp); throws era::Error(kBundle) for

@@ -18,7 +18,7 @@ ReductionInput crop_input(const VisionOutput& vision, int64_t i, int64_t budget)
 }
 
 ReductionInput joint_input(const VisionOutput& vision, int64_t first, int64_t count, int64_t budget) {
-  auto rows = [&](const torch::Tensor& t) { return t.slice(0, first, first + count).flatten(0, 1); };   // [count*N, .]
+  auto rows = [&](const torch::Tensor& t) { return t.slice(0, first, first + count).flatten(0, 1); };  // [count*N, .]
   auto cols = [&](const torch::Tensor& t) {  // [count, H, N] -> [H, count*N]
     return t.slice(0, first, first + count).permute({1, 0, 2}).flatten(1, 2);
   };

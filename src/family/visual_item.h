@@ -1,8 +1,8 @@
 #pragma once
 // What a family's VisualProcessor (family/model_family.h) makes of one image or video of a
 // prompt: the vision tower's input for it, whichever kind of tower the family has.
-#include <opencv2/core.hpp>
 #include <torch/script.h>
+#include <opencv2/core.hpp>
 
 #include <optional>
 #include <string>

@@ -12,9 +12,7 @@
 namespace era {
 namespace {
 
-[[noreturn]] void fail_gif(const std::string& name, const std::string& why) {
-  throw Error(ErrorCode::kImage, name + ": " + why);
-}
+[[noreturn]] void fail_gif(const std::string& name, const std::string& why) { throw Error(ErrorCode::kImage, name + ": " + why); }
 
 struct MemorySource {
   const uint8_t* data;
@@ -83,8 +81,8 @@ cv::Mat decode_gif_first_frame(const uint8_t* data, size_t size, const std::stri
   // instead: its size limits were checked on the screen size, and real GIFs do not do this.
   if (desc.Left < 0 || desc.Top < 0 || desc.Left + desc.Width > gif->SWidth || desc.Top + desc.Height > gif->SHeight) {
     fail_gif(name, "GIF frame (" + std::to_string(desc.Width) + "x" + std::to_string(desc.Height) + " at " +
-                   std::to_string(desc.Left) + "," + std::to_string(desc.Top) + ") reaches past the logical screen (" +
-                   std::to_string(gif->SWidth) + "x" + std::to_string(gif->SHeight) + ")");
+                       std::to_string(desc.Left) + "," + std::to_string(desc.Top) + ") reaches past the logical screen (" +
+                       std::to_string(gif->SWidth) + "x" + std::to_string(gif->SHeight) + ")");
   }
   const int width = gif->SWidth, height = gif->SHeight;
 

@@ -9,11 +9,11 @@
 
 namespace era {
 
-// RGB (CV_8UC3, continuous) of the first image of a GIF: the logical screen, filled with the colour of the transparent index (or of index 0)
-// where the first frame does not cover it, the frame's pixels mapped through its local colour
-// table (else the global one; indices past the table are black), interlacing undone. Throws
-// era::Error(kImage) naming `name` for corrupt or truncated data, and for a first frame reaching
-// past the logical screen (Pillow would grow the picture; its size was checked on the screen's).
+// RGB (CV_8UC3, continuous) of the first image of a GIF: the logical screen, filled with the colour of the transparent index (or
+// of index 0) where the first frame does not cover it, the frame's pixels mapped through its local colour table (else the global
+// one; indices past the table are black), interlacing undone. Throws era::Error(kImage) naming `name` for corrupt or truncated
+// data, and for a first frame reaching past the logical screen (Pillow would grow the picture; its size was checked on the
+// screen's).
 cv::Mat decode_gif_first_frame(const uint8_t* data, size_t size, const std::string& name);
 
 }  // namespace era

@@ -100,7 +100,7 @@ Dims probe_jpeg(ByteReader& r, const std::string& name) {
       ++pos;
       if (!r.read(pos, &code, 1)) fail_image(name, "truncated JPEG header (no SOF marker)");
     }
-    ++pos;  // now just past the marker code
+    ++pos;                                                                         // now just past the marker code
     if (code == 0xD8 || code == 0x01 || (code >= 0xD0 && code <= 0xD7)) continue;  // no length field
     if (code == 0xD9 || code == 0xDA) fail_image(name, "corrupt JPEG (no SOF marker before the image data)");
     if (!r.read(pos, b, 2)) fail_image(name, "truncated JPEG header");
@@ -174,12 +174,9 @@ Dims probe_tiff(ByteReader& r, const std::string& name) {
     const uint32_t tag = u16(b), type = u16(b + 2);
     if (tag != 256 && tag != 257) continue;
     int64_t v;
-    if (type == 3)
-      v = u16(b + 8);  // SHORT, left-justified in the value field
-    else if (type == 4)
-      v = u32(b + 8);  // LONG
-    else
-      fail_image(name, "corrupt TIFF (bad ImageWidth/ImageLength type)");
+    if (type == 3) v = u16(b + 8);       // SHORT, left-justified in the value field
+    else if (type == 4) v = u32(b + 8);  // LONG
+    else fail_image(name, "corrupt TIFF (bad ImageWidth/ImageLength type)");
     (tag == 256 ? width : height) = v;
   }
   if (width < 0 || height < 0) fail_image(name, "corrupt TIFF (no ImageWidth/ImageLength)");
@@ -254,12 +251,13 @@ ImageHeader probe(ByteReader& r, const std::string& name) {
     hdr.format = "PNM";
     d = probe_pnm(r, name);
   } else {
-    fail_image(name, "not a supported image (unrecognised file signature; expected PNG, JPEG, WebP, BMP, TIFF, "
+    fail_image(name,
+               "not a supported image (unrecognised file signature; expected PNG, JPEG, WebP, BMP, TIFF, "
                "PNM or GIF)");
   }
   if (d.width <= 0 || d.height <= 0 || d.width > INT_MAX || d.height > INT_MAX)
-    fail_image(name, "corrupt " + hdr.format + " header (image size " + std::to_string(d.width) + "x" +
-                   std::to_string(d.height) + ")");
+    fail_image(name,
+               "corrupt " + hdr.format + " header (image size " + std::to_string(d.width) + "x" + std::to_string(d.height) + ")");
   hdr.width = static_cast<int>(d.width);
   hdr.height = static_cast<int>(d.height);
   return hdr;
@@ -269,8 +267,7 @@ void check_pixel_limit(const ImageHeader& h, const ImageLimits& limits, const st
   const int64_t pixels = int64_t(h.width) * h.height;
   if (pixels > limits.max_pixels)
     fail_image(name, h.format + " image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " (" +
-                   std::to_string(pixels) + " pixels), over the limit of " + std::to_string(limits.max_pixels) +
-                   " pixels");
+                         std::to_string(pixels) + " pixels), over the limit of " + std::to_string(limits.max_pixels) + " pixels");
 }
 
 // ---- completeness checks on the whole encoded file (so truncation is never silent) ---------
@@ -351,15 +348,12 @@ bool webp_complete(const uint8_t* d, size_t n) { return n >= 8 && uint64_t(le32(
 
 void check_complete(const uint8_t* d, size_t n, const ImageHeader& h, const std::string& name) {
   bool ok = true;
-  if (h.format == "JPEG")
-    ok = jpeg_complete(d, n);
-  else if (h.format == "PNG")
-    ok = png_complete(d, n);
-  else if (h.format == "BMP")
-    ok = bmp_complete(d, n, h);
-  else if (h.format == "WEBP")
-    ok = webp_complete(d, n);
-  if (!ok) fail_image(name, "truncated or corrupt " + h.format + " file (" + std::to_string(n) + " bytes; image data ends early)");
+  if (h.format == "JPEG") ok = jpeg_complete(d, n);
+  else if (h.format == "PNG") ok = png_complete(d, n);
+  else if (h.format == "BMP") ok = bmp_complete(d, n, h);
+  else if (h.format == "WEBP") ok = webp_complete(d, n);
+  if (!ok)
+    fail_image(name, "truncated or corrupt " + h.format + " file (" + std::to_string(n) + " bytes; image data ends early)");
 }
 
 // Checks the path names a readable, non-empty regular file within the size limit; returns its size.
@@ -406,8 +400,8 @@ cv::Mat decode_checked(const uint8_t* data, size_t size, const ImageHeader& hdr,
   }
   if (bgr.type() != CV_8UC3) fail_image(name, "decoder returned an unexpected pixel format");
   if (bgr.cols != hdr.width || bgr.rows != hdr.height)
-    fail_image(name, "decoded size " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
-                   " differs from the header's " + std::to_string(hdr.width) + "x" + std::to_string(hdr.height));
+    fail_image(name, "decoded size " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + " differs from the header's " +
+                         std::to_string(hdr.width) + "x" + std::to_string(hdr.height));
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
   if (!rgb.isContinuous()) rgb = rgb.clone();
@@ -447,8 +441,7 @@ cv::Mat load_rgb_image(const std::string& path, const ImageLimits& limits) {
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
   in.clear();
   in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
-    fail_image(path, "read error");
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) fail_image(path, "read error");
   return decode_checked(bytes.data(), bytes.size(), hdr, path);
 }
 
@@ -458,7 +451,7 @@ cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& na
   if (!data) fail_image(n, "null image buffer");
   if (limits.max_file_bytes >= 0 && size > static_cast<uint64_t>(limits.max_file_bytes))
     fail_image(n, "encoded image is " + std::to_string(size) + " bytes, over the limit of " +
-                std::to_string(limits.max_file_bytes) + " bytes");
+                      std::to_string(limits.max_file_bytes) + " bytes");
   if (size > static_cast<size_t>(INT_MAX)) fail_image(n, "encoded image too large to decode");
   MemoryReader reader(data, size);
   const ImageHeader hdr = probe(reader, n);
@@ -466,17 +459,15 @@ cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& na
   return decode_checked(data, size, hdr, n);
 }
 
-cv::Mat rgb_from_buffer(const uint8_t* data, int width, int height, int channels, int stride_bytes,
-                        const ImageLimits& limits) {
+cv::Mat rgb_from_buffer(const uint8_t* data, int width, int height, int channels, int stride_bytes, const ImageLimits& limits) {
   const std::string n = kMemoryName;
   if (!data) fail_image(n, "null pixel buffer");
-  if (width <= 0 || height <= 0)
-    fail_image(n, "bad size " + std::to_string(width) + "x" + std::to_string(height));
+  if (width <= 0 || height <= 0) fail_image(n, "bad size " + std::to_string(width) + "x" + std::to_string(height));
   if (channels != 1 && channels != 3 && channels != 4)
     fail_image(n, "unsupported channel count " + std::to_string(channels) + " (want 1, 3 or 4)");
   if (int64_t(stride_bytes) < int64_t(width) * channels)
-    fail_image(n, "row stride " + std::to_string(stride_bytes) + " is smaller than width * channels = " +
-                std::to_string(int64_t(width) * channels));
+    fail_image(n, "row stride " + std::to_string(stride_bytes) +
+                      " is smaller than width * channels = " + std::to_string(int64_t(width) * channels));
   const ImageHeader hdr{width, height, "raw"};
   check_pixel_limit(hdr, limits, n);
 

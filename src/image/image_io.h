@@ -14,8 +14,8 @@
 namespace era {
 
 struct ImageLimits {
-  int64_t max_pixels = 8192LL * 8192;       // refused from the header, before decoding
-  int64_t max_file_bytes = 256LL << 20;     // refused from the file size, before reading
+  int64_t max_pixels = 8192LL * 8192;    // refused from the header, before decoding
+  int64_t max_file_bytes = 256LL << 20;  // refused from the file size, before reading
 };
 
 struct ImageHeader {
@@ -38,8 +38,7 @@ ImageHeader probe_image_header(const uint8_t* data, size_t size, const std::stri
 cv::Mat load_rgb_image(const std::string& path, const ImageLimits& limits = {});
 
 // The same on encoded bytes (e.g. an upload); `name` is used in error messages.
-cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& name,
-                         const ImageLimits& limits = {});
+cv::Mat decode_rgb_image(const uint8_t* data, size_t size, const std::string& name, const ImageLimits& limits = {});
 
 // Copies raw 8-bit pixels (channels 1 = grey, 3 = RGB, 4 = RGBA; rows stride_bytes apart) into a
 // contiguous CV_8UC3 RGB matrix: grey is replicated and alpha dropped, as PIL's convert("RGB").

@@ -269,8 +269,7 @@ cv::Mat resize_u8(const cv::Mat& src, int out_w, int out_h, PilFilter filter, Re
   if (src.empty() || src.depth() != CV_8U || src.channels() < 1 || src.channels() > 4 || src.dims != 2)
     throw Error(ErrorCode::kInvalidArgument, who + ": expected a non-empty 8-bit image with 1-4 channels");
   if (out_w <= 0 || out_h <= 0)
-    throw Error(ErrorCode::kInvalidArgument, who + ": bad output size " + std::to_string(out_w) + "x" +
-                                                 std::to_string(out_h));
+    throw Error(ErrorCode::kInvalidArgument, who + ": bad output size " + std::to_string(out_w) + "x" + std::to_string(out_h));
   const FilterKernel kernel = kernel_of(filter, arithmetic);
   const int channels = src.channels();
   const int in_w = src.cols, in_h = src.rows;

@@ -62,7 +62,8 @@ void widen_bf16_rows(const c10::BFloat16* src, int64_t src_stride, float* dst, i
   for (int64_t r = 0; r < rows; ++r) widen_run(s + r * src_stride, dst + r * dst_stride, cols);
 }
 
-void round_rows_to_bf16(const float* src, int64_t src_stride, c10::BFloat16* dst, int64_t dst_stride, int64_t rows, int64_t cols) {
+void round_rows_to_bf16(const float* src, int64_t src_stride, c10::BFloat16* dst, int64_t dst_stride, int64_t rows,
+                        int64_t cols) {
   auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int64_t r = 0; r < rows; ++r) round_run(src + r * src_stride, d + r * dst_stride, cols);
 }

@@ -310,8 +310,8 @@ ERA_GEMV_TARGET void rows_kernel(const float* x, int64_t M, const Elem<F>* w, in
 
 // The same for bf16 weights and bf16 activations x [M, K] through block_row_bf16_dot.
 template <typename Store>
-ERA_GEMV_BF16DOT_TARGET void rows_kernel_bf16_dot(const uint16_t* x, int64_t M, const uint16_t* w, int64_t K,
-                                                  int64_t n0, int64_t n1, const Store& store) {
+ERA_GEMV_BF16DOT_TARGET void rows_kernel_bf16_dot(const uint16_t* x, int64_t M, const uint16_t* w, int64_t K, int64_t n0,
+                                                  int64_t n1, const Store& store) {
   int64_t n = n0;
   float out[kRowsPerBlock];
   for (; n + kRowsPerBlock <= n1; n += kRowsPerBlock) {
@@ -340,8 +340,7 @@ bool kernel_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 
 template <typename Store>
 void run_rows(const torch::Tensor& x, int64_t M, const torch::Tensor& w, int64_t K, int64_t N, const Store& store) {
-  if (w.scalar_type() == torch::kBFloat16 && x.scalar_type() == torch::kBFloat16 &&
-      bf16_loop() == GemvLoop::kAvx512Bf16) {
+  if (w.scalar_type() == torch::kBFloat16 && x.scalar_type() == torch::kBFloat16 && bf16_loop() == GemvLoop::kAvx512Bf16) {
     const torch::Tensor xb = x.reshape({M, K}).contiguous();
     const auto* xp = static_cast<const uint16_t*>(xb.data_ptr());
     const auto* wp = static_cast<const uint16_t*>(w.data_ptr());

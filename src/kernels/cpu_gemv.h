@@ -29,8 +29,7 @@ constexpr int64_t kGemvMaxRows = 4;
 // F.linear(x, weight, bias) for x [..., K] and weight [N, K]: the kernel where it applies (a CPU
 // tensor, bf16 / fp16 weight, at most kGemvMaxRows rows, the CPU has it), LibTorch's otherwise.
 // The result has x's dtype; the sums run in float32 and round once, as LibTorch's do.
-torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight,
-                          const c10::optional<torch::Tensor>& bias);
+torch::Tensor gemv_linear(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias);
 
 // The kernel itself: x [..., K] (float32, bf16 or fp16) times weight [N, K] (bf16, fp16 or int8,
 // on the CPU) transposed, summed in float32, then y = sum * scales[n] + bias[n] (each where
@@ -49,8 +48,8 @@ torch::Tensor gemv_products(const torch::Tensor& x, const torch::Tensor& weight)
 // widened. fp16 weights take kAvx2's loop, int8 ones their own (AVX2). A call takes the best loop
 // the CPU has that its formats allow (kAvx512Bf16 only for bf16 activations).
 enum class GemvLoop { kAvx2 = 0, kAvx512 = 1, kAvx512Bf16 = 2 };
-GemvLoop gemv_best_loop();      // the best this CPU has (kAvx2 where the kernel runs at all)
-GemvLoop gemv_bf16_loop();      // the one bf16 weights take now: the best, at most the limit
+GemvLoop gemv_best_loop();  // the best this CPU has (kAvx2 where the kernel runs at all)
+GemvLoop gemv_bf16_loop();  // the one bf16 weights take now: the best, at most the limit
 // Caps the loop, so that tests and era_bench --machine run each one on a CPU that has a better
 // one; process-wide, not for concurrent sessions. kAvx512Bf16 (the default) lifts the cap.
 void limit_gemv_loop(GemvLoop limit);

@@ -4,9 +4,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <atomic>
 #include <limits>
 #include <new>
 #include <type_traits>
@@ -25,9 +25,7 @@ namespace {
 constexpr int64_t kScoreBlockElements = int64_t{1} << 20;
 
 // f rounded to bf16 (nearest, ties to even) and back: the value a bf16 tensor would hold.
-inline float bf16_value(float f) {
-  return static_cast<float>(c10::BFloat16(f));
-}
+inline float bf16_value(float f) { return static_cast<float>(c10::BFloat16(f)); }
 
 // exp(x) for x <= 0 (scores less their row's maximum): Cephes' expf polynomial, within 2 float32
 // ulp, flushed to 0 below -87.3 where the float32 result would be subnormal; the probabilities
@@ -161,8 +159,8 @@ bool bf16_attention_on_cpu(const torch::Tensor& q, const torch::Tensor& k, const
 }
 
 void check_shapes(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "era::widened_attention: q, k and v must be [B, H, T, D], got ", q.sizes(),
-              ", ", k.sizes(), ", ", v.sizes());
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "era::widened_attention: q, k and v must be [B, H, T, D], got ",
+              q.sizes(), ", ", k.sizes(), ", ", v.sizes());
   TORCH_CHECK(k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3), "era::widened_attention: k ", k.sizes(),
               " does not match q ", q.sizes());
   TORCH_CHECK(v.size(0) == q.size(0) && v.size(1) == q.size(1) && v.size(2) == k.size(2), "era::widened_attention: v ", v.sizes(),
@@ -203,8 +201,8 @@ ERA_ATTN_TARGET void gemm_tile(const float* a, int64_t lda, const float* b, int6
 
 // The same with AVX-512: 32 columns per tile (cols a multiple of 32), twice the work per load.
 template <int R>
-__attribute__((target("avx512f"))) void gemm_tile512(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                                                     int64_t depth) {
+__attribute__((target("avx512f"))) void gemm_tile512(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                                     int64_t ldc, int64_t depth) {
   __m512 lo[R], hi[R];
   for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
   for (int64_t k = 0; k < depth; ++k) {
@@ -357,7 +355,7 @@ struct HeadShape {
   bool causal = false;
   float scale = 1;
   GemmKernel gemm = gemm_kernel();
-  bool vector = current_isa() != AttentionIsa::kScalar;  // the softmax's AVX2 loops
+  bool vector = current_isa() != AttentionIsa::kScalar;          // the softmax's AVX2 loops
   bool bf16_pairs = current_isa() == AttentionIsa::kAvx512Bf16;  // attend_head_bf16_pairs
   int64_t tk_padded() const { return round_up(tk, gemm.cols); }
   // The row stride of the transposed keys: the padded width plus a cache line where that width
@@ -383,7 +381,7 @@ struct HeadView {
 struct HeadBuffers {
   std::vector<float> q, kt, v, scores, out;
   std::vector<uint32_t> q2, kt2, v2, p2;  // attend_head_bf16_pairs's operands: bf16 pairs
-  int64_t block = 0;  // query rows per block
+  int64_t block = 0;                      // query rows per block
 };
 
 HeadBuffers* head_buffers(const HeadShape& s) {
@@ -537,7 +535,8 @@ ERA_ATTN_BF16_TARGET void attend_head_bf16_pairs(const HeadShape& s, const HeadV
     const int64_t j0 = 2 * i, j1 = 2 * i + 1;
     uint32_t* out = v2 + i * dv_pad;
     for (int64_t c = 0; c < s.dv; ++c) {
-      const uint16_t lo = j0 < s.tk ? bf16_bits(h.v[j0 * h.v_stride + c]) : 0, hi = j1 < s.tk ? bf16_bits(h.v[j1 * h.v_stride + c]) : 0;
+      const uint16_t lo = j0 < s.tk ? bf16_bits(h.v[j0 * h.v_stride + c]) : 0,
+                     hi = j1 < s.tk ? bf16_bits(h.v[j1 * h.v_stride + c]) : 0;
       out[c] = bf16_pair(lo, hi);
     }
     std::fill(out + s.dv, out + dv_pad, 0u);
@@ -548,7 +547,8 @@ ERA_ATTN_BF16_TARGET void attend_head_bf16_pairs(const HeadShape& s, const HeadV
     for (int64_t r = 0; r < rows; ++r) {
       float* p = sc + r * tk_pad;
       probabilities_avx2(p, visible_keys(r0 + r, s.tk, s.causal_offset, s.causal), tk_pad, s.scale);
-      for (int64_t i = 0; i < key_pairs; ++i) p2[r * key_pairs + i] = bf16_pair(bf16_bits_of_exact(p[2 * i]), bf16_bits_of_exact(p[2 * i + 1]));
+      for (int64_t i = 0; i < key_pairs; ++i)
+        p2[r * key_pairs + i] = bf16_pair(bf16_bits_of_exact(p[2 * i]), bf16_bits_of_exact(p[2 * i + 1]));
     }
     const int64_t depth = visible_keys(r0 + rows - 1, s.tk, s.causal_offset, s.causal);
     gemm_bf16_pairs(p2, key_pairs, v2, dv_pad, of, dv_pad, rows, dv_pad, (depth + 1) / 2);
@@ -562,7 +562,8 @@ torch::Tensor widened_attention_reference(const torch::Tensor& q, const torch::T
                                           int64_t causal_offset, bool causal) {
   check_shapes(q, k, v);
   const torch::ScalarType dtype = q.scalar_type();
-  torch::Tensor s = torch::matmul(q.to(torch::kFloat), k.to(torch::kFloat).transpose(-1, -2)).to(dtype).mul(scale).to(torch::kFloat);
+  torch::Tensor s =
+      torch::matmul(q.to(torch::kFloat), k.to(torch::kFloat).transpose(-1, -2)).to(dtype).mul(scale).to(torch::kFloat);
   if (causal) {
     const int64_t tq = q.size(2), tk = k.size(2);
     const torch::Tensor query_pos = torch::arange(tq, torch::dtype(torch::kLong).device(q.device())).unsqueeze(1) + causal_offset;
@@ -576,7 +577,8 @@ torch::Tensor widened_attention_reference(const torch::Tensor& q, const torch::T
 torch::Tensor widened_attention(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v_in, double scale,
                                 int64_t causal_offset, bool causal) {
   check_shapes(q_in, k_in, v_in);
-  if (!bf16_attention_on_cpu(q_in, k_in, v_in)) return widened_attention_reference(q_in, k_in, v_in, scale, causal_offset, causal);
+  if (!bf16_attention_on_cpu(q_in, k_in, v_in))
+    return widened_attention_reference(q_in, k_in, v_in, scale, causal_offset, causal);
   // each head a matrix whose rows are contiguous (a transposed view or a cache slice qualifies)
   const auto rows_contiguous = [](const torch::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
   const torch::Tensor q = rows_contiguous(q_in), k = rows_contiguous(k_in), v = rows_contiguous(v_in);

@@ -44,12 +44,11 @@ torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "era::widened_linear: x ", x.sizes(), " does not match weight ",
               weight.sizes());
   const bool has_bias = bias && bias->defined();
-  TORCH_CHECK(!has_bias || (bias->dim() == 1 && bias->size(0) == weight.size(0)), "era::widened_linear: bias ",
-              bias->sizes(), " does not match weight ", weight.sizes());
+  TORCH_CHECK(!has_bias || (bias->dim() == 1 && bias->size(0) == weight.size(0)), "era::widened_linear: bias ", bias->sizes(),
+              " does not match weight ", weight.sizes());
   const int64_t N = weight.size(0), K = weight.size(1);
   const torch::Tensor b = has_bias ? bias->to(torch::kFloat) : torch::Tensor();
-  if (!x.is_cpu() || !weight.is_cpu())
-    return torch::linear(x.to(torch::kFloat), weight.to(torch::kFloat), b).to(x.scalar_type());
+  if (!x.is_cpu() || !weight.is_cpu()) return torch::linear(x.to(torch::kFloat), weight.to(torch::kFloat), b).to(x.scalar_type());
   torch::Tensor y = sliced_products(x.reshape({linear_rows(x), K}).to(torch::kFloat).contiguous(), weight);
   if (has_bias) y.add_(b);
   return y.to(x.scalar_type()).view(linear_output_shape(x, N));

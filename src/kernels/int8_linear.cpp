@@ -58,15 +58,14 @@ bool aligned16(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.da
 bool cuda_kernels_apply(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& scales,
                         torch::ScalarType dtype) {
   return x.is_cuda() && weight.is_cuda() && scales.is_cuda() && x.device() == weight.device() &&
-         scales.device() == weight.device() && cuda_float(dtype).has_value() && weight.size(0) >= 1 &&
-         weight.size(1) % 16 == 0;
+         scales.device() == weight.device() && cuda_float(dtype).has_value() && weight.size(0) >= 1 && weight.size(1) % 16 == 0;
 }
 
 // era's CUDA kernel (model/int8_linear_cuda.h) where it applies: x, the weight and the scales on
 // one GPU, at most kInt8CudaMaxRows rows, K a multiple of 16 and 16-byte aligned rows. Returns an
 // undefined tensor otherwise (the caller's GEMM path takes the call).
-torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch::Tensor& weight,
-                                 const torch::Tensor& scales, const c10::optional<torch::Tensor>& bias) {
+torch::Tensor cuda_kernel_linear(const torch::Tensor& x, int64_t M, const torch::Tensor& weight, const torch::Tensor& scales,
+                                 const c10::optional<torch::Tensor>& bias) {
   const int64_t N = weight.size(0), K = weight.size(1);
   const torch::ScalarType dtype = x.scalar_type();
   if (M < 1 || M > kInt8CudaMaxRows || !cuda_kernels_apply(x, weight, scales, dtype)) return {};
@@ -101,8 +100,8 @@ torch::Tensor cuda_dequantized_gemm(const torch::Tensor& x2, const torch::Tensor
   const torch::Tensor s = scales.to(torch::kFloat).contiguous(), x = x2.to(dtype);
   // the caching allocator's blocks start 512-byte aligned: the kernel's 16-byte stores line up
   torch::Tensor dequantized = torch::empty({N, K}, x.options());
-  const int status = launch_int8_dequantize_cuda(wc.data_ptr<int8_t>(), s.data_ptr<float>(), dequantized.data_ptr(), N,
-                                                 K, *cuda_float(dtype), device::current_cuda_stream(x.device()));
+  const int status = launch_int8_dequantize_cuda(wc.data_ptr<int8_t>(), s.data_ptr<float>(), dequantized.data_ptr(), N, K,
+                                                 *cuda_float(dtype), device::current_cuda_stream(x.device()));
   TORCH_CHECK(status == 0, "era::int8_linear: the CUDA dequantisation failed to launch (cudaError ", status, ")");
   if (bias && bias->defined()) return torch::addmm(bias->to(x.device(), dtype), x, dequantized.t());
   return torch::mm(x, dequantized.t());

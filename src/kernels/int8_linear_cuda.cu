@@ -55,7 +55,8 @@ __device__ inline void int8x16_to_float(const int4& packed, float out[16]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
 #pragma unroll
-    for (int b = 0; b < 4; ++b) out[4 * i + b] = static_cast<float>(static_cast<int>(static_cast<unsigned>(words[i]) << (24 - 8 * b)) >> 24);
+    for (int b = 0; b < 4; ++b)
+      out[4 * i + b] = static_cast<float>(static_cast<int>(static_cast<unsigned>(words[i]) << (24 - 8 * b)) >> 24);
   }
 }
 
@@ -135,8 +136,8 @@ __global__ void __launch_bounds__(kWarpSize* kWarpsPerBlock)
 }
 
 template <typename T>
-cudaError_t launch_typed(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M,
-                         int64_t N, int64_t K, cudaStream_t stream) {
+cudaError_t launch_typed(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M, int64_t N,
+                         int64_t K, cudaStream_t stream) {
   const int64_t rows_per_block = kWarpsPerBlock * kRowsPerWarp;
   const dim3 grid(static_cast<unsigned>((N + rows_per_block - 1) / rows_per_block)), block(kWarpSize * kWarpsPerBlock);
   const T* xt = static_cast<const T*>(x);
@@ -155,9 +156,8 @@ cudaError_t launch_typed(const void* x, const int8_t* w, const float* scales, co
 // Thread t of the grid dequantises the t-th 16-weight chunk of w (row t / (K / 16)): one 16-byte
 // load, 16 products with the row's scale, 16 * sizeof(T) bytes stored as 16-byte vectors.
 template <typename T>
-__global__ void __launch_bounds__(256)
-    int8_dequantize_kernel(const int8_t* __restrict__ w, const float* __restrict__ scales, T* __restrict__ out,
-                           int64_t chunks, int64_t chunks_per_row) {
+__global__ void __launch_bounds__(256) int8_dequantize_kernel(const int8_t* __restrict__ w, const float* __restrict__ scales,
+                                                              T* __restrict__ out, int64_t chunks, int64_t chunks_per_row) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= chunks) return;
   const int4 packed = __ldg(reinterpret_cast<const int4*>(w) + c);
@@ -176,8 +176,7 @@ __global__ void __launch_bounds__(256)
 }
 
 template <typename T>
-cudaError_t dequantize_typed(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K,
-                             cudaStream_t stream) {
+cudaError_t dequantize_typed(const int8_t* w, const float* scales, void* out, int64_t N, int64_t K, cudaStream_t stream) {
   const int64_t chunks_per_row = K / kWeightsPerLoad, chunks = N * chunks_per_row;
   if (chunks == 0) return cudaSuccess;
   constexpr int kThreads = 256;
@@ -200,8 +199,8 @@ int launch_int8_dequantize_cuda(const int8_t* w, const float* scales, void* out,
   return cudaErrorInvalidValue;
 }
 
-int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M,
-                          int64_t N, int64_t K, CudaFloat dtype, void* stream) {
+int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M, int64_t N,
+                          int64_t K, CudaFloat dtype, void* stream) {
   if (M < 1 || M > kInt8CudaMaxRows || N < 1 || K % kWeightsPerLoad != 0) return cudaErrorInvalidValue;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (dtype) {

@@ -32,8 +32,8 @@ enum class CudaFloat { kFloat32, kFloat16, kBfloat16 };
 // kInt8CudaMaxRows. x [M, K] and y [M, N] contiguous in `dtype`; w int8 [N, K] contiguous; scales
 // and bias float32 [N]. K must be a multiple of 16 and x, w 16-byte aligned (16 weights per load).
 // Launched on `stream` (a cudaStream_t); returns the launch's cudaError_t as an int (0: success).
-int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y,
-                          int64_t M, int64_t N, int64_t K, CudaFloat dtype, void* stream);
+int launch_int8_gemv_cuda(const void* x, const int8_t* w, const float* scales, const float* bias, void* y, int64_t M, int64_t N,
+                          int64_t K, CudaFloat dtype, void* stream);
 
 // out[n, k] = w[n, k] * scales[n], rounded once to `dtype`, for n < N: the weight of a call with
 // more rows than the kernel above takes, handed to cuBLAS. Why scaled here rather than after the

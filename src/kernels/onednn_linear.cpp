@@ -37,8 +37,12 @@ torch::Tensor packed_product(const torch::Tensor& x, const torch::Tensor& packed
   const auto& op = require_operator(linear_pointwise(), "mkldnn::_linear_pointwise");
   // _linear_pointwise(Tensor X, Tensor W, Tensor? B, str attr, Scalar?[] scalars, str? algorithm)
   c10::impl::GenericList no_scalars(c10::OptionalType::create(c10::NumberType::get()));
-  torch::jit::Stack stack{x.contiguous(), packed, bias && bias->defined() ? c10::IValue(*bias) : c10::IValue(),
-                          c10::IValue(std::string("none")), c10::IValue(no_scalars), c10::IValue()};
+  torch::jit::Stack stack{x.contiguous(),
+                          packed,
+                          bias && bias->defined() ? c10::IValue(*bias) : c10::IValue(),
+                          c10::IValue(std::string("none")),
+                          c10::IValue(no_scalars),
+                          c10::IValue()};
   op.callBoxed(&stack);
   return stack.at(0).toTensor();
 }
@@ -59,16 +63,15 @@ torch::Tensor linear_by_row_blocks(const torch::Tensor& x, const torch::Tensor& 
     for (int64_t b = first; b < last; ++b) {
       const int64_t r0 = b * rows / blocks, r1 = (b + 1) * rows / blocks;
       torch::Tensor out = y.narrow(0, r0, r1 - r0);  // a contiguous block: written in place
-      if (bias && bias->defined())
-        at::addmm_out(out, *bias, rows_by_k.narrow(0, r0, r1 - r0), weight_t);
-      else
-        at::mm_out(out, rows_by_k.narrow(0, r0, r1 - r0), weight_t);
+      if (bias && bias->defined()) at::addmm_out(out, *bias, rows_by_k.narrow(0, r0, r1 - r0), weight_t);
+      else at::mm_out(out, rows_by_k.narrow(0, r0, r1 - r0), weight_t);
     }
   });
   return y.view(linear_output_shape(x, weight.size(0)));
 }
 
-torch::Tensor onednn_linear_operator(const torch::Tensor& x, const torch::Tensor& weight, const c10::optional<torch::Tensor>& bias) {
+torch::Tensor onednn_linear_operator(const torch::Tensor& x, const torch::Tensor& weight,
+                                     const c10::optional<torch::Tensor>& bias) {
   return onednn_linear(x, weight, bias);
 }
 
@@ -142,8 +145,8 @@ int64_t linear_row_blocks(int64_t rows, int64_t threads) {
 
 torch::Tensor pack_for_onednn(const torch::Tensor& weight) {
   TORCH_CHECK(weight.dim() == 2 && weight.is_cpu() && weight.scalar_type() == torch::kBFloat16,
-              "era::pack_for_onednn: the weight must be a bf16 CPU [N, K] tensor, got ", weight.scalar_type(), " ", weight.sizes(),
-              " on ", weight.device());
+              "era::pack_for_onednn: the weight must be a bf16 CPU [N, K] tensor, got ", weight.scalar_type(), " ",
+              weight.sizes(), " on ", weight.device());
   const auto& op = require_operator(reorder_linear_weight(), "mkldnn::_reorder_linear_weight");
   // No batch-size hint: the tower's 577 rows, a NeXT request's five crops at once and the
   // projector's 576 rows all ran at the same speed from one packing (docs/perf/).

@@ -10,12 +10,12 @@
 
 #include "era/error.h"
 #include "kernels/cpu_gemv.h"
-#include "model/export_compat.h"
 #include "kernels/huge_pages.h"
+#include "model/export_compat.h"
 #include "model/int8_weights.h"
 #include "model/module_checks.h"
-#include "util/input_file.h"
 #include "util/error_text.h"
+#include "util/input_file.h"
 
 namespace era {
 namespace {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "era/error.h"
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
 #include "kernels/cpu_widened_attention.h"
 #include "kernels/int8_linear.h"
 #include "kernels/onednn_linear.h"
+#include "model/bundle.h"
 #include "util/compat.h"
 
 namespace era {
@@ -173,8 +173,7 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   if (cpu_routes_linears_to_onednn(bundle, mode)) {
     if (cpu_packs_bf16_for_onednn())
       bundle.onednn_packed_linears = pack_linears_for_onednn(bundle.vision) + pack_linears_for_onednn(bundle.projector);
-    else
-      bundle.row_split_linears = split_linears_by_rows(bundle.vision) + split_linears_by_rows(bundle.projector);
+    else bundle.row_split_linears = split_linears_by_rows(bundle.vision) + split_linears_by_rows(bundle.projector);
   }
   return set;
 }

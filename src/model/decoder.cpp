@@ -29,14 +29,10 @@ std::vector<c10::IValue> Decoder::inputs(const torch::Tensor& embeds, const torc
   const torch::Tensor scale = layer_scales(lar);
   const int64_t start = cache.length();
   cache.advance(embeds.size(1));  // checks capacity before the module writes past the end
-  return {embeds,
-          positions.to(bundle_.device, torch::kLong),
-          start,
-          key_log_bias.to(bundle_.device, torch::kFloat),
-          cache.keys(),
-          cache.values(),
-          scale,
-          static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1)};
+  return {embeds,       positions.to(bundle_.device, torch::kLong),
+          start,        key_log_bias.to(bundle_.device, torch::kFloat),
+          cache.keys(), cache.values(),
+          scale,        static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1)};
 }
 
 torch::Tensor Decoder::forward(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
@@ -52,26 +48,26 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::forward_with_attention(const to
                                                                         const torch::Tensor& key_log_bias, KvCache& cache,
                                                                         const LarSettings& lar) {
   GraphOptimizerScope scope(bundle_);
-  const auto out = bundle_.decoder.get_method("forward_with_attention")(inputs(embeds, positions, key_log_bias, cache, lar)).toTuple();
+  const auto out =
+      bundle_.decoder.get_method("forward_with_attention")(inputs(embeds, positions, key_log_bias, cache, lar)).toTuple();
   return {out->elements()[0].toTensor(), out->elements()[1].toTensor()};
 }
 
 bool Decoder::supports_layer_ranges() const {
   const auto& m = bundle_.decoder;
-  return m.find_method("run_range").has_value() && m.find_method("final_norm").has_value() &&
-         m.find_method("logits").has_value();
+  return m.find_method("run_range").has_value() && m.find_method("final_norm").has_value() && m.find_method("logits").has_value();
 }
 
 void Decoder::require_layer_ranges(const std::string& what) const {
   if (supports_layer_ranges()) return;
-  throw Error(ErrorCode::kBundle, what + " needs decoder.pt methods run_range, final_norm and logits, which this bundle "
-                                         "lacks: re-export the bundle with the current tools/export_llava.py");
+  throw Error(ErrorCode::kBundle, what +
+                                      " needs decoder.pt methods run_range, final_norm and logits, which this bundle "
+                                      "lacks: re-export the bundle with the current tools/export_llava.py");
 }
 
 std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& x, const torch::Tensor& positions,
-                                                           const torch::Tensor& key_log_bias, KvCache& cache,
-                                                           int64_t begin, int64_t end, bool need_attention,
-                                                           const LarSettings& lar) {
+                                                           const torch::Tensor& key_log_bias, KvCache& cache, int64_t begin,
+                                                           int64_t end, bool need_attention, const LarSettings& lar) {
   const torch::Tensor scale = layer_scales(lar);
   if (begin < 0 || end > num_layers() || begin >= end) {
     throw Error(ErrorCode::kInvalidArgument, "decoder layer range [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -80,12 +76,12 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& 
   const int64_t start = cache.layer_length(begin);
   cache.advance_layers(begin, end, x.size(1));  // checks lengths and capacity before the module writes
   GraphOptimizerScope scope(bundle_);
-  const auto out = bundle_.decoder.get_method("run_range")({x, positions.to(bundle_.device, torch::kLong), start,
-                                                            key_log_bias.to(bundle_.device, torch::kFloat), cache.keys(),
-                                                            cache.values(), scale,
-                                                            static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1),
-                                                            begin, end, need_attention})
-                       .toTuple();
+  const auto out =
+      bundle_.decoder
+          .get_method("run_range")({x, positions.to(bundle_.device, torch::kLong), start,
+                                    key_log_bias.to(bundle_.device, torch::kFloat), cache.keys(), cache.values(), scale,
+                                    static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1), begin, end, need_attention})
+          .toTuple();
   torch::Tensor attention;
   if (need_attention) attention = out->elements()[1].toTensor();
   return {out->elements()[0].toTensor(), attention};

@@ -2,9 +2,9 @@
 // Stage 5: the LLaMA decoder with LAR-rectified attention, driven over a KvCache.
 #include <torch/script.h>
 
+#include "era/options.h"
 #include "model/bundle.h"
 #include "model/kv_cache.h"
-#include "era/options.h"
 
 #include <string>
 #include <utility>
@@ -52,8 +52,8 @@ class Decoder {
   // after layer end-1, and with `need_attention` those layers' last-query attention logits
   // [end-begin, B, H, length + T] (scaled, LAR bias included; otherwise an undefined tensor).
   std::pair<torch::Tensor, torch::Tensor> run_range(const torch::Tensor& x, const torch::Tensor& positions,
-                                                    const torch::Tensor& key_log_bias, KvCache& cache, int64_t begin,
-                                                    int64_t end, bool need_attention, const LarSettings& lar = {});
+                                                    const torch::Tensor& key_log_bias, KvCache& cache, int64_t begin, int64_t end,
+                                                    bool need_attention, const LarSettings& lar = {});
   // The final RMSNorm alone: [B, T, D] -> [B, T, D] in the model dtype.
   torch::Tensor final_norm(const torch::Tensor& x);
   // Final norm + LM head of the last layer's hidden states -> float32 [B, T, V] or [B, 1, V].
@@ -66,8 +66,8 @@ class Decoder {
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
  private:
-  std::vector<c10::IValue> inputs(const torch::Tensor& embeds, const torch::Tensor& positions,
-                                  const torch::Tensor& key_log_bias, KvCache& cache, const LarSettings& lar);
+  std::vector<c10::IValue> inputs(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
+                                  KvCache& cache, const LarSettings& lar);
   torch::Tensor layer_scales(const LarSettings& lar) const;
   ModelBundle& bundle_;
 };

@@ -39,7 +39,8 @@ std::string tested_list() {
 int read_number(const std::string& s, size_t& pos) {
   const size_t start = pos;
   int value = 0;
-  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])) && pos - start < 6) value = value * 10 + (s[pos++] - '0');
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])) && pos - start < 6)
+    value = value * 10 + (s[pos++] - '0');
   return pos == start ? -1 : value;
 }
 
@@ -66,16 +67,17 @@ void check_export_compat(const Manifest& m, const std::string& bundle_dir, const
   }
   const std::string origin = "exported with torch " + m.exported_torch + " (manifest exported_with.torch)";
   if (m.attention == "sdpa" && older(running, kSdpaSince)) {
-    throw Error(ErrorCode::kBundle, where + origin + " with --attention sdpa: its decoder calls aten::scaled_dot_product_attention, " +
-                                        "which this build's LibTorch " + running.str() + " does not have (it needs LibTorch >= " +
-                                        kSdpaSince.str() + "); re-export it with --attention math (torch " + tested_list() +
-                                        "), or use an era built against LibTorch >= " + kSdpaSince.str());
+    throw Error(ErrorCode::kBundle,
+                where + origin + " with --attention sdpa: its decoder calls aten::scaled_dot_product_attention, " +
+                    "which this build's LibTorch " + running.str() + " does not have (it needs LibTorch >= " + kSdpaSince.str() +
+                    "); re-export it with --attention math (torch " + tested_list() +
+                    "), or use an era built against LibTorch >= " + kSdpaSince.str());
   }
   if (older(running, *exported) && !tested_exporter(*exported)) {
-    throw Error(ErrorCode::kBundle, where + origin + ", newer than this build's LibTorch " + running.str() +
-                                        ": TorchScript files from a newer torch may call operators an older LibTorch lacks, and " +
-                                        "this pair is untested; re-export it with torch " + tested_list() +
-                                        " (tools/export_llava.py)");
+    throw Error(ErrorCode::kBundle,
+                where + origin + ", newer than this build's LibTorch " + running.str() +
+                    ": TorchScript files from a newer torch may call operators an older LibTorch lacks, and " +
+                    "this pair is untested; re-export it with torch " + tested_list() + " (tools/export_llava.py)");
   }
 }
 

@@ -47,10 +47,9 @@ std::vector<torch::jit::Module> bundle_int8_linears(ModelBundle& bundle) {
 // Packs `linear`'s int8 weight anew under the process's engine (quantized::linear_prepack) and
 // puts the new packed object in place of the old, which goes with its last reference.
 void repack(torch::jit::Module& linear) {
-  static const auto prepack =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("quantized::linear_prepack", "")
-          .typed<c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>)>();
+  static const auto prepack = c10::Dispatcher::singleton()
+                                  .findSchemaOrThrow("quantized::linear_prepack", "")
+                                  .typed<c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>)>();
   auto [weight, bias] = packed_of(linear)->unpack();
   // QNNPACK stores a missing bias as zeros: pass none, as the export did.
   if (bias && bias->defined() && !bias->ne(0).any().item<bool>()) bias = c10::nullopt;
@@ -83,8 +82,10 @@ Int8LoadPlan prepare_int8_load(const Manifest& manifest, const std::string& dir,
   if (manifest.int8_weights.empty() || manifest.int8_scheme == "weight-only") return plan;
   if (!device.is_cpu()) {
     throw Error(ErrorCode::kInvalidArgument,
-                dir + ": quantization.int8 = \"" + manifest.int8_weights + "\" (int8_scheme \"dynamic\"): LibTorch's quantised linears run on the CPU only (it has no "
-                "quantised linear on " + device.str() + "); export the checkpoint with --int8-scheme weight-only (or without --int8) for GPUs");
+                dir + ": quantization.int8 = \"" + manifest.int8_weights +
+                    "\" (int8_scheme \"dynamic\"): LibTorch's quantised linears run on the CPU only (it has no "
+                    "quantised linear on " +
+                    device.str() + "); export the checkpoint with --int8-scheme weight-only (or without --int8) for GPUs");
   }
   for (at::QEngine e : compat::quantized_engines_by_preference()) {
     if (engine_supported(e)) {
@@ -93,8 +94,9 @@ Int8LoadPlan prepare_int8_load(const Manifest& manifest, const std::string& dir,
     }
   }
   if (plan.run == at::QEngine::NoQEngine) {
-    throw Error(ErrorCode::kBundle, dir + ": quantization.int8 = \"" + manifest.int8_weights +
-                                        "\": this LibTorch has no quantisation engine (fbgemm, onednn or qnnpack) to run int8 weights");
+    throw Error(ErrorCode::kBundle,
+                dir + ": quantization.int8 = \"" + manifest.int8_weights +
+                    "\": this LibTorch has no quantisation engine (fbgemm, onednn or qnnpack) to run int8 weights");
   }
   plan.int8 = true;
   plan.load = plan.run == at::QEngine::ONEDNN && engine_supported(at::QEngine::QNNPACK) ? at::QEngine::QNNPACK : plan.run;

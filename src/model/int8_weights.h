@@ -23,14 +23,12 @@ struct Int8LoadPlan {
   at::QEngine load = at::QEngine::NoQEngine;
 };
 
-// Before the modules load (a dynamic-scheme bundle; otherwise nothing happens): refuses a non-CPU device (LibTorch's int8 linear is CPU only; there is
-// no weight-only int8 matmul on CUDA in LibTorch) and a LibTorch without a quantisation engine
-// (kBundle, naming the bundle and quantization.int8); picks the fastest engine this LibTorch has
-// (x86, fbgemm, onednn, qnnpack) to run on. oneDNN keeps the int8 weight it packs from beside its
-// packed copy, so a oneDNN run loads under QNNPACK where it exists (which keeps the weight as it
-// is and packs nothing until first use) and finish_int8_load packs one linear at a time: loading
-// peaks at one copy of the weights instead of two. Sets the process's engine to plan.load. Does
-// nothing for a bundle without int8 weights.
+// Before the modules load (a dynamic-scheme bundle; otherwise nothing happens): refuses a non-CPU device (LibTorch's int8 linear
+// is CPU only; there is no weight-only int8 matmul on CUDA in LibTorch) and a LibTorch without a quantisation engine (kBundle,
+// naming the bundle and quantization.int8); picks the fastest engine this LibTorch has (x86, fbgemm, onednn, qnnpack) to run on.
+// oneDNN keeps the int8 weight it packs from beside its packed copy, so a oneDNN run loads under QNNPACK where it exists (which
+// keeps the weight as it is and packs nothing until first use) and finish_int8_load packs one linear at a time: loading peaks at
+// one copy of the weights instead of two. Sets the process's engine to plan.load. Does nothing for a bundle without int8 weights.
 Int8LoadPlan prepare_int8_load(const Manifest& manifest, const std::string& dir, const torch::Device& device);
 
 // After the modules load: packs every int8 linear loaded under another engine for plan.run (and

@@ -20,8 +20,8 @@ int64_t KvCache::length() const { return lengths_.empty() ? 0 : *std::max_elemen
 
 int64_t KvCache::layer_length(int64_t layer) const {
   if (layer < 0 || layer >= num_layers()) {
-    throw Error(ErrorCode::kInvalidArgument, "KV cache: no layer " + std::to_string(layer) + " (the cache has " +
-                                                 std::to_string(num_layers()) + ")");
+    throw Error(ErrorCode::kInvalidArgument,
+                "KV cache: no layer " + std::to_string(layer) + " (the cache has " + std::to_string(num_layers()) + ")");
   }
   return lengths_[static_cast<size_t>(layer)];
 }
@@ -37,14 +37,14 @@ void KvCache::advance(int64_t n) {
 
 void KvCache::advance_layers(int64_t begin, int64_t end, int64_t n) {
   if (begin < 0 || end > num_layers() || begin >= end) {
-    throw Error(ErrorCode::kInvalidArgument, "KV cache: bad layer range [" + std::to_string(begin) + ", " +
-                                                 std::to_string(end) + ")");
+    throw Error(ErrorCode::kInvalidArgument,
+                "KV cache: bad layer range [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
   }
   const int64_t length = lengths_[static_cast<size_t>(begin)];
   for (int64_t l = begin; l < end; ++l) {
     if (lengths_[static_cast<size_t>(l)] != length) {
-      throw Error(ErrorCode::kRuntime, "KV cache: layers " + std::to_string(begin) + ".." + std::to_string(end - 1) +
-                                           " hold different lengths");
+      throw Error(ErrorCode::kRuntime,
+                  "KV cache: layers " + std::to_string(begin) + ".." + std::to_string(end - 1) + " hold different lengths");
     }
   }
   if (length + n > capacity_) {

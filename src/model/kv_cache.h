@@ -21,10 +21,10 @@ class KvCache {
 
   const torch::Tensor& keys() const { return k_; }
   const torch::Tensor& values() const { return v_; }
-  int64_t length() const;                          // slots filled so far (the longest layer)
-  int64_t layer_length(int64_t layer) const;       // slots filled in one layer
+  int64_t length() const;                     // slots filled so far (the longest layer)
+  int64_t layer_length(int64_t layer) const;  // slots filled in one layer
   int64_t num_layers() const { return k_.size(0); }
-  bool uniform() const;                            // every layer holds the same number of slots
+  bool uniform() const;                           // every layer holds the same number of slots
   int64_t capacity() const { return capacity_; }  // slots allocated
   int64_t batch() const { return k_.size(1); }
 

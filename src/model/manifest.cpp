@@ -1,8 +1,8 @@
 #include "model/manifest.h"
 
 #include <cmath>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "era/error.h"
@@ -21,13 +21,13 @@ constexpr int64_t kMaxWidth = 65536;           // hidden sizes
 constexpr int64_t kMaxIntermediate = 1 << 20;  // MLP widths, projector widths
 constexpr int64_t kMaxHeads = 1024;
 constexpr int64_t kMaxHeadDim = 1024;
-constexpr int64_t kMaxLarChannels = 64;        // cache_head_dim - head_dim: the bias channel + padding
+constexpr int64_t kMaxLarChannels = 64;  // cache_head_dim - head_dim: the bias channel + padding
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxContext = int64_t{1} << 24;
 constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxPinpoints = 64;
-constexpr int64_t kMaxPinpointCrops = 16;      // each pinpoint side, in crops of the image size
-constexpr int64_t kMaxVideoFrames = 1024;      // era::Video::kMaxFrames
+constexpr int64_t kMaxPinpointCrops = 16;  // each pinpoint side, in crops of the image size
+constexpr int64_t kMaxVideoFrames = 1024;  // era::Video::kMaxFrames
 
 // The node at "a.b.c", or nullptr when some key on the way is absent.
 const json* find_node(const json& root, const std::string& dotted) {
@@ -149,7 +149,8 @@ NativeResolution read_native(const json& root, const std::string& section, const
     bad_value(path, section + ".min_pixels", json(n.min_pixels),
               "is above " + section + ".max_pixels " + std::to_string(n.max_pixels) + " (min_pixels must not exceed max_pixels)");
   require(n.max_pixels >= n.factor() * n.factor(), path,
-          section + ".max_pixels must hold at least one " + std::to_string(n.factor()) + " x " + std::to_string(n.factor()) + " block");
+          section + ".max_pixels must hold at least one " + std::to_string(n.factor()) + " x " + std::to_string(n.factor()) +
+              " block");
   n.arithmetic = text_field_or(root, section + ".resize_arithmetic", path, n.arithmetic);
   require(n.arithmetic == "torch" || n.arithmetic == "pillow", path,
           section + ".resize_arithmetic '" + n.arithmetic + "' is not torch or pillow");
@@ -173,7 +174,8 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
   if (im.layout == ImageLayout::kAnyres) {
     const json& list = node_at(j, "image.grid_pinpoints", path);
     if (!list.is_array() || list.empty() || list.size() > static_cast<size_t>(kMaxPinpoints))
-      bad_value(path, "image.grid_pinpoints", list, "must be a list of 1 to " + std::to_string(kMaxPinpoints) + " [height, width] pairs");
+      bad_value(path, "image.grid_pinpoints", list,
+                "must be a list of 1 to " + std::to_string(kMaxPinpoints) + " [height, width] pairs");
     const int64_t side_max = kMaxPinpointCrops * vision_image_size;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string item = "image.grid_pinpoints[" + std::to_string(i) + "]";
@@ -186,9 +188,11 @@ ImageSpec read_image(const json& image, int64_t vision_image_size, const std::st
     }
   }
   im.size = int_field(j, "image.size", path, vision_image_size, vision_image_size);  // = vision.image_size
-  im.mean = three_numbers(j, "image.mean", path, [](double) { return true; }, "must be a finite number");
-  im.std = three_numbers(j, "image.std", path, [](double x) { return x >= 1e-6; },
-                         "must be a finite number of at least 1e-6 (pixels are divided by it)");
+  im.mean = three_numbers(
+      j, "image.mean", path, [](double) { return true; }, "must be a finite number");
+  im.std = three_numbers(
+      j, "image.std", path, [](double x) { return x >= 1e-6; },
+      "must be a finite number of at least 1e-6 (pixels are divided by it)");
   const json& pad = node_at(j, "image.pad_color", path);
   if (!pad.is_array() || pad.size() != 3) bad_value(path, "image.pad_color", pad, "must be a list of 3 integers from 0 to 255");
   for (size_t i = 0; i < 3; ++i)
@@ -224,9 +228,11 @@ VideoSpec read_video(const json& j, const VisionSpec& vision, const std::string&
   video.arithmetic = text_field_or(j, "video.resize_arithmetic", path, video.arithmetic);
   require(video.arithmetic == "torch" || video.arithmetic == "pillow", path,
           "video.resize_arithmetic '" + video.arithmetic + "' is not torch or pillow");
-  video.mean = three_numbers(j, "video.mean", path, [](double) { return true; }, "must be a finite number");
-  video.std = three_numbers(j, "video.std", path, [](double x) { return x >= 1e-6; },
-                            "must be a finite number of at least 1e-6 (pixels are divided by it)");
+  video.mean = three_numbers(
+      j, "video.mean", path, [](double) { return true; }, "must be a finite number");
+  video.std = three_numbers(
+      j, "video.std", path, [](double x) { return x >= 1e-6; },
+      "must be a finite number of at least 1e-6 (pixels are divided by it)");
   const int64_t side = vision.image_size / vision.patch_size;
   video.pool_stride = int_field_or(j, "video.pool_stride", path, 1, side, 2);
   if (find_node(j, "video.min_pixels")) {  // native-resolution video (Qwen2.5-VL)
@@ -287,7 +293,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   for (auto [field_name, out] : {std::pair{"files.vision", &m.vision_file}, std::pair{"files.projector", &m.projector_file},
                                  std::pair{"files.decoder", &m.decoder_file}, std::pair{"files.tokenizer", &m.tokenizer_file}}) {
     *out = text_field(j, field_name, path);
-    if (out->empty() || out->find('\0') != std::string::npos) bad_value(path, field_name, json(*out), "must name a file in the bundle");
+    if (out->empty() || out->find('\0') != std::string::npos)
+      bad_value(path, field_name, json(*out), "must name a file in the bundle");
   }
 
   auto& v = m.vision;
@@ -353,7 +360,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   t.rms_norm_eps = positive_number_or(j, "text.rms_norm_eps", path, 1, 0);
   t.cache_head_dim = int_field(j, "text.cache_head_dim", path, t.head_dim + 1, t.head_dim + kMaxLarChannels);
   if (t.cache_head_dim % 8 != 0)
-    bad_value(path, "text.cache_head_dim", json(t.cache_head_dim), "must be a multiple of 8 (head_dim + the LAR channel, padded)");
+    bad_value(path, "text.cache_head_dim", json(t.cache_head_dim),
+              "must be a multiple of 8 (head_dim + the LAR channel, padded)");
   t.intermediate_size = int_field(j, "text.intermediate_size", path, 1, kMaxIntermediate);
   t.vocab_size = int_field(j, "text.vocab_size", path, 1, kMaxVocab);
   t.max_position_embeddings = int_field(j, "text.max_position_embeddings", path, 2, kMaxContext);
@@ -439,8 +447,8 @@ Manifest manifest_from_json(const json& j, const std::string& path) {
   }
   auto& p = m.prompt;
   // vicuna_v1 has no system text of its own worth guessing: the exporter always writes it.
-  p.system = p.style == TemplateStyle::kVicunaV1 || find_node(j, "prompt.system") ? text_field(j, "prompt.system", path)
-                                                                                  : p.system;
+  p.system =
+      p.style == TemplateStyle::kVicunaV1 || find_node(j, "prompt.system") ? text_field(j, "prompt.system", path) : p.system;
   p.user_role = text_field_or(j, "prompt.user_role", path, p.user_role);
   p.assistant_role = text_field_or(j, "prompt.assistant_role", path, p.assistant_role);
   p.sep = text_field_or(j, "prompt.sep", path, p.sep);

@@ -26,8 +26,8 @@ struct VisionSpec {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t num_layers = 0;
-  int64_t intermediate_size = 0;  // 0: not in the manifest (older exports)
-  int64_t feature_layer = -2;   // the deepest selected layer (where saliency comes from)
+  int64_t intermediate_size = 0;    // 0: not in the manifest (older exports)
+  int64_t feature_layer = -2;       // the deepest selected layer (where saliency comes from)
   int64_t feature_layer_count = 1;  // HF vision_feature_layer as a list: features concatenated
   // vision.feature_layers as written (HF hidden_states indices, negative from the end; bundles
   // without the field: [feature_layer]). The vision module selects them itself: read only to be
@@ -125,9 +125,9 @@ struct ImageSpec {
   std::string aspect_ratio = "pad";  // as the manifest spells it: "pad", "crop" or "anyres"
   ImageLayout layout = ImageLayout::kPad;
   std::vector<Resolution> grid_pinpoints;  // anyres candidates, (height, width) as HF reads them
-  int64_t size = 336;           // the centre crop (the vision tower's image size)
-  int64_t shortest_edge = 336;  // the CLIP resize target of the shortest edge (bundles without the field: size)
-  std::string resample = "bicubic";  // as the manifest spells it (bundles without the field: bicubic)
+  int64_t size = 336;                      // the centre crop (the vision tower's image size)
+  int64_t shortest_edge = 336;             // the CLIP resize target of the shortest edge (bundles without the field: size)
+  std::string resample = "bicubic";        // as the manifest spells it (bundles without the field: bicubic)
   PilFilter filter = PilFilter::kBicubic;
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
@@ -146,8 +146,8 @@ struct ImageSpec {
 // projector, then its token grid pooled bilinearly to ceil(side / pool_stride) per side.
 struct VideoSpec {
   bool present = false;
-  int64_t size = 384;                 // = vision.image_size
-  std::string resample = "bicubic";   // "bicubic" or "bilinear"
+  int64_t size = 384;                // = vision.image_size
+  std::string resample = "bicubic";  // "bicubic" or "bilinear"
   PilFilter filter = PilFilter::kBicubic;
   // video.resize_arithmetic: "torch" (torch's native uint8 resize, what transformers' torchvision
   // video processor runs) or "pillow" (Pillow's, what LLaVA's own repository runs on frames).
@@ -170,10 +170,10 @@ inline constexpr int kDecoderApi = 2;
 
 struct Manifest {
   int format_version = 1;
-  std::string arch;        // the model family (family/registry.cpp): "llava-1.5", "llava-next", "llava-onevision", "qwen2.5-vl"
+  std::string arch;  // the model family (family/registry.cpp): "llava-1.5", "llava-next", "llava-onevision", "qwen2.5-vl"
   std::string model_name;
-  std::string dtype;       // dtype the modules were exported in: float32, float16, bfloat16
-  std::string attention;   // "math" or "sdpa"
+  std::string dtype;           // dtype the modules were exported in: float32, float16, bfloat16
+  std::string attention;       // "math" or "sdpa"
   std::string exported_torch;  // exported_with.torch: torch.__version__ of the exporter, e.g. "2.11.0+cu130"
   std::string int8_weights;    // quantization.int8: "" (none), "decoder" or "all" (model/int8_weights.h)
   // quantization.int8_scheme: "weight-only" (era::int8_linear, model/int8_linear.h) or "dynamic"

@@ -31,7 +31,8 @@ class ShapeChecker {
     // weight-only int8 linears (model/int8_linear.h) hold their int8 weight as a buffer
     for (const auto& b : m.named_buffers(/*recurse=*/true)) {
       const std::string suffix = ".weight";
-      const bool weight = b.name.size() > suffix.size() && b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      const bool weight =
+          b.name.size() > suffix.size() && b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) == 0;
       if (weight && b.value.scalar_type() == torch::kChar) params_.emplace(b.name, b.value.sizes().vec());
     }
     // int8 linears (tools/era_tools/int8_weights.py) hold their weight packed, not as a
@@ -124,8 +125,8 @@ class AttributeChecker {
     if (it == modules_.end() || !it->second.hasattr(name)) return std::nullopt;
     return it->second.attr(name);
   }
-  [[noreturn]] void fail(const std::string& module, const std::string& name, const std::string& field, const std::string& manifest,
-                         const std::string& actual) const {
+  [[noreturn]] void fail(const std::string& module, const std::string& name, const std::string& field,
+                         const std::string& manifest, const std::string& actual) const {
     throw Error(ErrorCode::kBundle, "bundle " + dir_ + ": manifest.json: " + field + " = " + manifest + " but " + file_ + "'s " +
                                         (module.empty() ? "" : module + ".") + name + " is " + actual +
                                         " (the value the module was exported with)");
@@ -134,6 +135,5 @@ class AttributeChecker {
   std::map<std::string, torch::jit::Module> modules_;  // submodule name -> module
   std::string dir_, file_;
 };
-
 
 }  // namespace era

@@ -8,8 +8,8 @@ namespace era {
 VisionOutput VisionEncoder::encode(const torch::Tensor& pixels) {
   const auto& v = bundle_.manifest.vision;
   if (pixels.dim() != 4 || pixels.size(1) != 3 || pixels.size(2) != v.image_size || pixels.size(3) != v.image_size) {
-    throw Error(ErrorCode::kInvalidArgument, "vision input must be [B,3," + std::to_string(v.image_size) + "," +
-                                                 std::to_string(v.image_size) + "]");
+    throw Error(ErrorCode::kInvalidArgument,
+                "vision input must be [B,3," + std::to_string(v.image_size) + "," + std::to_string(v.image_size) + "]");
   }
   GraphOptimizerScope scope(bundle_);
   return outputs(bundle_.vision.forward({pixels.to(bundle_.device, torch::kFloat)}));

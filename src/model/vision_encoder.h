@@ -16,8 +16,8 @@ struct VisionOutput {
   torch::Tensor mean_probs;   // [B, H, N] float32
   torch::Tensor embeddings;   // [B, N, D] projector output: the visual tokens in LLM space
   // Undefined for bundles whose vision.pt returns 5 outputs (exported before VisionZip support).
-  torch::Tensor cls_features; // [B, C] the CLS token's feature of the feature layer
-  torch::Tensor mean_keys;    // [B, N+1, hd] float32: that layer's head-mean keys, CLS first
+  torch::Tensor cls_features;  // [B, C] the CLS token's feature of the feature layer
+  torch::Tensor mean_keys;     // [B, N+1, hd] float32: that layer's head-mean keys, CLS first
   // The bundle's projector: vision features [n, C] -> LLM embeddings [n, D].
   std::function<torch::Tensor(const torch::Tensor&)> project;
 };

@@ -12,10 +12,8 @@ namespace {
 // source goes through the same preprocessing.
 cv::Mat rgb_of(const Image& image, const ImageLimits& limits) {
   switch (image.source()) {
-    case Image::Source::kFile:
-      return load_rgb_image(image.name(), limits);
-    case Image::Source::kEncoded:
-      return decode_rgb_image(image.data(), image.size_bytes(), image.name(), limits);
+    case Image::Source::kFile: return load_rgb_image(image.name(), limits);
+    case Image::Source::kEncoded: return decode_rgb_image(image.data(), image.size_bytes(), image.name(), limits);
     case Image::Source::kPixels:
       return rgb_from_buffer(image.data(), image.width(), image.height(), 3, image.width() * 3, limits);
   }
@@ -48,10 +46,10 @@ void check_fits(int64_t text_tokens, int64_t visual_tokens, const TextSpec& text
                               ? " (its sliding attention window, manifest text.sliding_window; era attends to the "
                                 "whole sequence, which is exact only within the window)"
                               : "";
-  throw Error(ErrorCode::kPrompt, "prompt too long: " + std::to_string(text_tokens) + " text tokens + " +
-                                      std::to_string(visual_tokens) + " image tokens = " +
-                                      std::to_string(text_tokens + visual_tokens) + ", but the model's context is " +
-                                      std::to_string(context) + " tokens" + why + " (one must be left to answer)" + hint);
+  throw Error(ErrorCode::kPrompt,
+              "prompt too long: " + std::to_string(text_tokens) + " text tokens + " + std::to_string(visual_tokens) +
+                  " image tokens = " + std::to_string(text_tokens + visual_tokens) + ", but the model's context is " +
+                  std::to_string(context) + " tokens" + why + " (one must be left to answer)" + hint);
 }
 
 std::string video_length_hint(const Request& request) {
@@ -155,8 +153,8 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   if (next_image != images.size() || next_video != request.videos.size()) {
     throw Error(ErrorCode::kPrompt, "the prompt's token ids hold " + std::to_string(next_image) + " image and " +
                                         std::to_string(next_video) + " video placeholder(s) but " +
-                                        std::to_string(images.size()) + " image(s) and " +
-                                        std::to_string(request.videos.size()) + " video(s) were given");
+                                        std::to_string(images.size()) + " image(s) and " + std::to_string(request.videos.size()) +
+                                        " video(s) were given");
   }
   out.pixels = processor.batch(items);
   return out;

@@ -27,8 +27,10 @@ ImageReduction describe(const std::string& method, int64_t original, const Reduc
 // placeholders removed, no BOS, no chat template or "ASSISTANT:" suffix.
 torch::Tensor instruction_embeddings(const SessionState& impl, const Request& request) {
   std::string text = request.prompt;
-  for (const std::string& placeholder : {impl.family->prompt().image_placeholder(), impl.bundle.manifest.prompt.video_placeholder}) {
-    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at)) text.erase(at, placeholder.size());
+  for (const std::string& placeholder :
+       {impl.family->prompt().image_placeholder(), impl.bundle.manifest.prompt.video_placeholder}) {
+    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at))
+      text.erase(at, placeholder.size());
   }
   const std::vector<int64_t> ids = impl.bundle.tokenizer->encode(text);
   const auto ids_t = torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong)).reshape({1, -1}).to(impl.bundle.device);
@@ -50,9 +52,9 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   // Under select_strategy "full" the CLS token is a visual token too: every method's saliency,
   // pooling and grid geometry cover the patches only, so only "full" (keep everything) runs.
   if (impl.bundle.manifest.vision.keeps_cls() && method.name != "full") {
-    throw Error(ErrorCode::kInvalidArgument,
-                "reduction method '" + method.name + "' is not supported for this bundle: its checkpoint keeps the CLS token "
-                "(vision_feature_select_strategy \"full\"); only method 'full' runs on it");
+    throw Error(ErrorCode::kInvalidArgument, "reduction method '" + method.name +
+                                                 "' is not supported for this bundle: its checkpoint keeps the CLS token "
+                                                 "(vision_feature_select_strategy \"full\"); only method 'full' runs on it");
   }
   // A tower without a CLS token (SigLIP): VisionZip has nothing to rank by; ERA's DEP reads the
   // mean attention each token receives (readout "mean"), the one readout such a tower has
@@ -60,8 +62,9 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   ReductionRequest reduction = request.reduction;
   if (!impl.bundle.manifest.vision.has_cls) {
     if (method.capabilities.needs_cls) {
-      throw Error(ErrorCode::kInvalidArgument, "reduction method '" + method.name + "' ranks tokens by the vision tower's "
-                                               "CLS token, which this bundle's tower has none of (" +
+      throw Error(ErrorCode::kInvalidArgument, "reduction method '" + method.name +
+                                                   "' ranks tokens by the vision tower's "
+                                                   "CLS token, which this bundle's tower has none of (" +
                                                    impl.bundle.manifest.arch + ", vision.has_cls false)");
     }
     reduction.era.readout = SaliencyReadout::kMean;

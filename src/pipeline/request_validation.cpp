@@ -1,8 +1,8 @@
 // era::validate_request (era/era.h): the one set of request checks, used by Session and by the
 // batch tools before any work.
+#include "pipeline/request_validation.h"
 #include "era/era.h"
 #include "era/error.h"
-#include "pipeline/request_validation.h"
 #include "reduce/registry.h"
 
 namespace era {
@@ -31,7 +31,8 @@ void validate_request(const Request& r) {
   // A reduction without a budget would keep every token while calling itself "era": refuse it
   // rather than answer as "full" under another name.
   if (!is_unreduced_method(r.reduction.method) && r.reduction.tokens == 0 && r.reduction.keep_ratio == 0.0f) {
-    bad("method '" + r.reduction.method + "' needs a budget: tokens (--tokens K) or keep ratio (--keep-ratio R); "
+    bad("method '" + r.reduction.method +
+        "' needs a budget: tokens (--tokens K) or keep ratio (--keep-ratio R); "
         "'full' keeps every token");
   }
   validate_era_options(effective_era_options(r.reduction));

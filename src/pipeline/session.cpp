@@ -69,7 +69,8 @@ PromptSequence stage_request(SessionState& impl, const Request& request, Result&
     device::synchronize(impl.bundle.device);
     st.reduce_ms = clock.lap_ms();
   }
-  PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id, prepared.input.video_token_id, images.tokens);
+  PromptSequence seq = build_sequence(*impl.decoder, prepared.input.token_ids, prepared.input.image_token_id,
+                                      prepared.input.video_token_id, images.tokens);
   seq.compact_positions = request.reduction.positions == "compact";
   seq.positions = impl.family->positions().position_ids(seq);
   result.reductions = std::move(images.descriptions);
@@ -157,8 +158,8 @@ Result Session::generate(const Request& request) try {
   KvCache cache = impl_->decoder->make_cache(1, seq.length() + std::max<int64_t>(limits.max_new_tokens - 1, 0));
   Sampler sampler({request.temperature, request.top_p, request.seed});
   const InDecoderSetup in_decoder = in_decoder_setup(request.reduction, seq, *impl_->decoder);
-  Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.stop_ids, lar_settings(request.reduction, m.text.num_layers),
-                      in_decoder.pruner ? &in_decoder.pruning : nullptr);
+  Generator generator(*impl_->decoder, *impl_->bundle.tokenizer, m.tokens.stop_ids,
+                      lar_settings(request.reduction, m.text.num_layers), in_decoder.pruner ? &in_decoder.pruning : nullptr);
   GenerationOutput out = generator.run(seq, limits, sampler, cache, relay_exceptions(request.on_text));
   if (in_decoder.pruner && !out.kept_in_span.empty()) {  // report what layers >= K really saw
     st.visual_tokens = out.pruned_visual_tokens;
@@ -229,8 +230,8 @@ AttentionReport Session::attention_report(const Request& request) try {
   const PreparedRequest prepared = prepare_request(*impl_, request);
   if (!prepared.has_pixels()) throw Error(ErrorCode::kInvalidArgument, "the attention report needs at least one image");
   if (find_method(request.reduction.method).stage == MethodStage::kInDecoder) {
-    throw Error(ErrorCode::kInvalidArgument, "the attention report compares pre-decoder reductions; '" + request.reduction.method +
-                                                 "' prunes inside the decoder");
+    throw Error(ErrorCode::kInvalidArgument, "the attention report compares pre-decoder reductions; '" +
+                                                 request.reduction.method + "' prunes inside the decoder");
   }
   const auto& m = impl_->bundle.manifest;
   const VisionOutput vision = encode_vision(*impl_, prepared);
@@ -248,7 +249,8 @@ AttentionReport Session::attention_report(const Request& request) try {
   check_fits(seq_full.text_tokens(), seq_full.visual_tokens(), impl_->bundle.manifest.text);
 
   KvCache cache_full = dec.make_cache(1, seq_full.length());
-  const auto attn_full = dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;
+  const auto attn_full =
+      dec.forward_with_attention(seq_full.embeds, seq_full.positions, seq_full.key_log_bias, cache_full).second;
   KvCache cache_reduced = dec.make_cache(1, seq_reduced.length());
   const auto attn_reduced = dec.forward_with_attention(seq_reduced.embeds, seq_reduced.positions, seq_reduced.key_log_bias,
                                                        cache_reduced, lar_settings(request.reduction, m.text.num_layers))

@@ -38,6 +38,8 @@ void set_baseline_option(BaselineOptions& options, const std::string& key_value)
 
 void validate_baseline_options(const BaselineOptions& options) { baseline_option_table().validate(options, "method options: "); }
 
-std::string baseline_options_json(const BaselineOptions& options, int indent) { return baseline_option_table().json(options, indent); }
+std::string baseline_options_json(const BaselineOptions& options, int indent) {
+  return baseline_option_table().json(options, indent);
+}
 
 }  // namespace era

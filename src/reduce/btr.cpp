@@ -15,7 +15,8 @@ std::vector<int64_t> match_to_anchors(const torch::Tensor& space, const std::vec
 
 std::vector<int64_t> match_by_similarity(const torch::Tensor& similarity, const std::vector<int64_t>& anchors) {
   const int64_t n = similarity.size(0), k = static_cast<int64_t>(anchors.size());
-  if (k == 0 || similarity.size(1) != k) throw Error(ErrorCode::kInvalidArgument, "BTR: one similarity column per anchor expected");
+  if (k == 0 || similarity.size(1) != k)
+    throw Error(ErrorCode::kInvalidArgument, "BTR: one similarity column per anchor expected");
   // The argmax runs on the host.
   const torch::Tensor sims = similarity.to(torch::kCPU, torch::kFloat).contiguous();
   const float* sp = sims.data_ptr<float>();

@@ -22,7 +22,8 @@ torch::Tensor cdpruner_relevance(const torch::Tensor& tokens, const torch::Tenso
     return torch::zeros({tokens.size(0)}, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device()));
   }
   if (instruction.dim() != 2 || instruction.size(1) != tokens.size(1)) {
-    throw Error(ErrorCode::kInvalidArgument, "cdpruner: instruction embeddings must be [M, " + std::to_string(tokens.size(1)) + "]");
+    throw Error(ErrorCode::kInvalidArgument,
+                "cdpruner: instruction embeddings must be [M, " + std::to_string(tokens.size(1)) + "]");
   }
   const torch::Tensor rel = torch::matmul(unit_rows(tokens), unit_rows(instruction.to(tokens.device())).t()).mean(1);
   return negate ? -rel : rel;
@@ -40,13 +41,14 @@ torch::Tensor cdpruner_kernel(const torch::Tensor& tokens, const torch::Tensor& 
 }
 
 std::vector<int64_t> dpp_greedy_map(const torch::Tensor& L, int64_t k) {
-  if (!L.defined() || L.dim() != 2 || L.size(0) != L.size(1)) throw Error(ErrorCode::kInvalidArgument, "dpp: kernel must be [N, N]");
+  if (!L.defined() || L.dim() != 2 || L.size(0) != L.size(1))
+    throw Error(ErrorCode::kInvalidArgument, "dpp: kernel must be [N, N]");
   const int64_t n = L.size(0);
   k = effective_budget(k, n);
   if (k == n) return all_indices(n);
   std::vector<int64_t> picked;
   const torch::Tensor kernel = L.to(torch::kFloat);
-  torch::Tensor gain = kernel.diagonal().clone();       // d_j^2: det(L_{S+j}) / det(L_S)
+  torch::Tensor gain = kernel.diagonal().clone();            // d_j^2: det(L_{S+j}) / det(L_S)
   torch::Tensor c = torch::zeros({k, n}, kernel.options());  // rows of the incremental Cholesky factor
   // Past the kernel's numerical rank (tokens narrower than the budget, or many equal tokens, as a
   // bfloat16 model gives) the remaining gains are float32 rounding noise. Dividing by them (the

@@ -41,7 +41,8 @@ std::vector<int64_t> dart_select(const torch::Tensor& keys, const torch::Tensor&
   std::vector<float> text_norms;
   for (const int64_t p : text_after) text_norms.push_back(l1[static_cast<size_t>(p)]);
   std::vector<int64_t> text_pivots;
-  for (const int64_t i : top_indices(text_norms, params.text_pivots, true)) text_pivots.push_back(text_after[static_cast<size_t>(i)]);
+  for (const int64_t i : top_indices(text_norms, params.text_pivots, true))
+    text_pivots.push_back(text_after[static_cast<size_t>(i)]);
 
   // Ascending position order (a deterministic stand-in for the official Python set order).
   std::vector<int64_t> pivots = image_pivots;
@@ -65,7 +66,8 @@ std::vector<int64_t> dart_select(const torch::Tensor& keys, const torch::Tensor&
   const auto hf = normed_hidden.to(torch::kFloat);
   const auto h = hf / hf.norm(2, {-1}, /*keepdim=*/true).clamp_min(1e-8);
   const auto pivot_index = torch::tensor(pivots, torch::kLong).to(h.device());
-  const auto sims = to_host_floats(torch::matmul(h.index_select(0, pivot_index), h.slice(0, span.start, span.start + span.length).t()));
+  const auto sims =
+      to_host_floats(torch::matmul(h.index_select(0, pivot_index), h.slice(0, span.start, span.start + span.length).t()));
 
   std::vector<bool> in_pool(static_cast<size_t>(span.length), true);
   for (const int64_t p : image_pivots) in_pool[static_cast<size_t>(p - span.start)] = false;

@@ -29,8 +29,7 @@ torch::Tensor dual_view(const torch::Tensor& x, const torch::Tensor& y, float al
 }
 
 std::vector<int64_t> entropy_penalized_greedy(const torch::Tensor& z, const torch::Tensor& start_entropy,
-                                              const torch::Tensor& penalty, float eta, int64_t k,
-                                              torch::Tensor* columns) {
+                                              const torch::Tensor& penalty, float eta, int64_t k, torch::Tensor* columns) {
   const int64_t n = z.size(0);
   k = std::min(k, n);
   if (k <= 0) return {};

@@ -43,8 +43,7 @@ struct DepResult {
 // DEP for one image: x [N, D] (any float dtype), A [H, N]; k in [1, N]. Which views and which
 // penalty follow `options` (use_diversity, use_saliency, alpha, eta, normalized_entropy_penalty,
 // epsilon).
-DepResult dual_view_entropy_pruning(const torch::Tensor& x, const torch::Tensor& attention, const EraOptions& options,
-                                    int64_t k);
+DepResult dual_view_entropy_pruning(const torch::Tensor& x, const torch::Tensor& attention, const EraOptions& options, int64_t k);
 
 // Rows scaled to unit L2 norm (norms clamped at 1e-12, as torch.nn.functional.normalize).
 torch::Tensor l2_normalize_rows(const torch::Tensor& t);

@@ -34,10 +34,9 @@ const FieldTable<EraOptions>& era_option_table() {
           choice<EraOptions, MatchSpace>("match_space", &EraOptions::match_space, {{MatchSpace::kX, "x"}, {MatchSpace::kZ, "z"}}),
           number("lambda", &EraOptions::lambda, 0.0, 1.0),
           boolean("rectify", &EraOptions::rectify),
-          choice<EraOptions, LarSchedule>("lar_schedule", &EraOptions::lar_schedule,
-                                          {{LarSchedule::kAllLayers, "all"},
-                                           {LarSchedule::kEarlyLayers, "early"},
-                                           {LarSchedule::kLinearDecay, "linear"}}),
+          choice<EraOptions, LarSchedule>(
+              "lar_schedule", &EraOptions::lar_schedule,
+              {{LarSchedule::kAllLayers, "all"}, {LarSchedule::kEarlyLayers, "early"}, {LarSchedule::kLinearDecay, "linear"}}),
           integer("lar_early_layers", &EraOptions::lar_early_layers, 0, 1000000),
           choice<EraOptions, LarPath>("lar_path", &EraOptions::lar_path,
                                       {{LarPath::kAugmented, "augmented"}, {LarPath::kAdditiveMask, "mask"}}),

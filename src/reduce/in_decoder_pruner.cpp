@@ -9,9 +9,9 @@ namespace era {
 
 void check_pruning_layer(const std::string& key, int64_t layer, int64_t num_layers) {
   if (layer >= 1 && layer <= num_layers - 1) return;
-  throw Error(ErrorCode::kInvalidArgument, "method option " + key + " = " + std::to_string(layer) +
-                                               " must be in [1, " + std::to_string(num_layers - 1) + "] for this " +
-                                               std::to_string(num_layers) + "-layer decoder (layers 0..K-1 see every "
+  throw Error(ErrorCode::kInvalidArgument, "method option " + key + " = " + std::to_string(layer) + " must be in [1, " +
+                                               std::to_string(num_layers - 1) + "] for this " + std::to_string(num_layers) +
+                                               "-layer decoder (layers 0..K-1 see every "
                                                "visual token, layers K.. the kept ones)");
 }
 
@@ -25,7 +25,8 @@ std::vector<int64_t> top_indices(const std::vector<float>& v, int64_t k, bool de
   std::vector<int64_t> order(v.size());
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return descending ? v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] : v[static_cast<size_t>(a)] < v[static_cast<size_t>(b)];
+    return descending ? v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)]
+                      : v[static_cast<size_t>(a)] < v[static_cast<size_t>(b)];
   });
   order.resize(static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(k, 0), static_cast<int64_t>(v.size()))));
   return order;

@@ -11,7 +11,8 @@ namespace era {
 PoolGrid pool_grid(int64_t budget, int64_t side) {
   if (keeps_all(budget, side * side)) return {side, side};
   PoolGrid g;
-  g.rows = std::min<int64_t>(side, std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::sqrt(static_cast<double>(budget))))));
+  g.rows =
+      std::min<int64_t>(side, std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::sqrt(static_cast<double>(budget))))));
   while (g.rows * g.rows > budget) --g.rows;  // guard against sqrt rounding up
   g.cols = std::min<int64_t>(side, budget / g.rows);
   return g;
@@ -24,7 +25,8 @@ ReducedTokens PoolReducer::reduce(const ReductionInput& input) const {
   const int64_t n = input.embeddings.size(0);
   const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   if (side * side != n) {
-    throw Error(ErrorCode::kInvalidArgument, "pool: " + std::to_string(n) + " tokens are not a square grid (pool one crop at a time)");
+    throw Error(ErrorCode::kInvalidArgument,
+                "pool: " + std::to_string(n) + " tokens are not a square grid (pool one crop at a time)");
   }
   const PoolGrid g = pool_grid(input.budget, side);
   const torch::Tensor grid = input.embeddings.to(torch::kFloat).reshape({side, side, -1});

@@ -14,7 +14,8 @@ ReducedTokens select_tokens(const ReductionInput& input, const std::vector<int64
   for (size_t s = 0; s < kept.size(); ++s) {
     const int64_t idx = kept[s];
     if (idx < 0 || idx >= n || (s > 0 && kept[s - 1] >= idx)) {
-      throw Error(ErrorCode::kInvalidArgument, "select_tokens: kept indices must be ascending and in [0, " + std::to_string(n) + ")");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "select_tokens: kept indices must be ascending and in [0, " + std::to_string(n) + ")");
     }
     out.assignment[static_cast<size_t>(idx)] = static_cast<int64_t>(s);
   }

@@ -15,17 +15,17 @@ namespace era {
 // One image (one crop on LLaVA-NeXT) as the vision stage produced it. Tensors are on the model's
 // device; saliency maps are float32.
 struct ReductionInput {
-  torch::Tensor embeddings;        // [N, D] projector outputs (LLM space)
-  torch::Tensor features;          // [N, C] vision features fed to the projector
-  torch::Tensor cls_logits;        // [H, N] CLS-query attention logits of the feature layer
-  torch::Tensor cls_probs;         // [H, N] CLS-query attention probabilities (CLS column dropped)
-  torch::Tensor mean_logits;       // [H, N] the same, averaged over all patch-query rows
-  torch::Tensor mean_probs;        // [H, N]
-  int64_t budget = 0;              // tokens to keep; <= 0 or >= N keeps all
+  torch::Tensor embeddings;   // [N, D] projector outputs (LLM space)
+  torch::Tensor features;     // [N, C] vision features fed to the projector
+  torch::Tensor cls_logits;   // [H, N] CLS-query attention logits of the feature layer
+  torch::Tensor cls_probs;    // [H, N] CLS-query attention probabilities (CLS column dropped)
+  torch::Tensor mean_logits;  // [H, N] the same, averaged over all patch-query rows
+  torch::Tensor mean_probs;   // [H, N]
+  int64_t budget = 0;         // tokens to keep; <= 0 or >= N keeps all
 
   // ---- Inputs only some competing methods use (undefined / empty when not available) --------
-  torch::Tensor cls_feature;       // [C] the CLS token's vision feature (VisionZip)
-  torch::Tensor mean_keys;         // [N+1, hd] float32 head-mean keys, CLS first (VisionZip)
+  torch::Tensor cls_feature;  // [C] the CLS token's vision feature (VisionZip)
+  torch::Tensor mean_keys;    // [N+1, hd] float32 head-mean keys, CLS first (VisionZip)
   // Vision features [n, C] -> LLM embeddings [n, D] through the bundle's projector (VisionZip
   // merges before the projector).
   std::function<torch::Tensor(const torch::Tensor&)> project;
@@ -38,13 +38,13 @@ struct ReductionInput {
 
 // What the decoder gets for that image, and what happened.
 struct ReducedTokens {
-  torch::Tensor embeddings;          // [K, D] tokens fed to the decoder, in this order (model dtype)
-  torch::Tensor log_bias;            // [K] float32: LAR's log b_k of each token as a key (0 = none)
-  std::vector<int64_t> kept;         // [K] original index of each fed token (its anchor); ascending
-                                     //     except VisionZip ([CLS, dominant, contextual])
-  std::vector<int64_t> assignment;   // [N] for every original token, the output slot (0..K-1) of
-                                     //     the cluster it went into; -1 if it was dropped
-  std::vector<float> entropy;        // [N] head-distribution entropy (empty if not computed)
+  torch::Tensor embeddings;         // [K, D] tokens fed to the decoder, in this order (model dtype)
+  torch::Tensor log_bias;           // [K] float32: LAR's log b_k of each token as a key (0 = none)
+  std::vector<int64_t> kept;        // [K] original index of each fed token (its anchor); ascending
+                                    //     except VisionZip ([CLS, dominant, contextual])
+  std::vector<int64_t> assignment;  // [N] for every original token, the output slot (0..K-1) of
+                                    //     the cluster it went into; -1 if it was dropped
+  std::vector<float> entropy;       // [N] head-distribution entropy (empty if not computed)
   // [K] or empty (= all false): the token stands for no single patch position (VisionZip's CLS
   // and contextual tokens). Its `kept` entry is still a patch of its crop (the anchor used for
   // pictures); LLaVA-NeXT packing puts the tile crops' off-grid tokens after the grid.

@@ -75,8 +75,8 @@ std::vector<MethodSpec> build_registry() {
   per_crop.per_crop_only = true;
   MethodCapabilities cls_per_crop = per_crop;
   cls_per_crop.needs_cls = true;
-  table.push_back(before_decoder("visionzip", "VisionZip: dominant tokens by CLS attention + merged contextual tokens", cls_per_crop,
-                                 {"visionzip_contextual_fraction"}, [](const ReductionRequest& r) {
+  table.push_back(before_decoder("visionzip", "VisionZip: dominant tokens by CLS attention + merged contextual tokens",
+                                 cls_per_crop, {"visionzip_contextual_fraction"}, [](const ReductionRequest& r) {
                                    return std::make_unique<VisionZipReducer>(r.baselines.visionzip_contextual_fraction);
                                  }));
   MethodCapabilities instruction;
@@ -87,12 +87,12 @@ std::vector<MethodSpec> build_registry() {
                                  }));
   table.push_back(before_decoder("pool", "uniform spatial average pooling of the token grid", per_crop, {},
                                  [](const ReductionRequest&) { return std::make_unique<PoolReducer>(); }));
-  table.push_back(before_decoder("random", "seeded uniform random selection", {}, {"random_seed"},
-                                 [](const ReductionRequest& r) { return std::make_unique<RandomReducer>(r.baselines.random_seed); }));
+  table.push_back(before_decoder("random", "seeded uniform random selection", {}, {"random_seed"}, [](const ReductionRequest& r) {
+    return std::make_unique<RandomReducer>(r.baselines.random_seed);
+  }));
 
   table.push_back(in_decoder("fastv", "FastV: after layer K, keep the image tokens the last prompt token attends to most",
-                             {"fastv_layer"}, make_fastv_pruner,
-                             [](const BaselineOptions& o) { return o.fastv_layer; }));
+                             {"fastv_layer"}, make_fastv_pruner, [](const BaselineOptions& o) { return o.fastv_layer; }));
   table.push_back(in_decoder("dart", "DART: after layer K, pivots keep the image tokens least similar to them",
                              {"dart_layer", "dart_image_pivots", "dart_text_pivots", "dart_exact_budget"}, make_dart_pruner,
                              [](const BaselineOptions& o) { return o.dart_layer; }));

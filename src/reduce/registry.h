@@ -61,7 +61,6 @@ const MethodSpec& find_method(const std::string& name);
 // The entry that keeps every token ("full"): the reference every reduction is compared with.
 const MethodSpec& unreduced_method();
 
-
 // The reducer that runs before the decoder for `request.method`: the method's own, or "keep
 // every token" for "full" and the in-decoder methods. Throws like find_method.
 std::unique_ptr<Reducer> make_reducer(const ReductionRequest& request);

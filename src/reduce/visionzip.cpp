@@ -25,10 +25,10 @@ ReducedTokens VisionZipReducer::reduce(const ReductionInput& input) const {
                 "re-export it with this version of tools/export_llava.py");
   }
   if (!input.project) throw Error(ErrorCode::kInvalidArgument, "visionzip needs the projector (ReductionInput::project)");
-  if (!input.cls_probs.defined() || input.cls_probs.dim() != 2 || input.cls_probs.size(1) != n ||
-      input.mean_keys.dim() != 2 || input.mean_keys.size(0) != n + 1 || input.features.size(0) != n) {
-    throw Error(ErrorCode::kInvalidArgument, "visionzip: cls_probs [H, N], features [N, C] and mean_keys [N+1, hd] must match N = " +
-                                                 std::to_string(n));
+  if (!input.cls_probs.defined() || input.cls_probs.dim() != 2 || input.cls_probs.size(1) != n || input.mean_keys.dim() != 2 ||
+      input.mean_keys.size(0) != n + 1 || input.features.size(0) != n) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "visionzip: cls_probs [H, N], features [N, C] and mean_keys [N+1, hd] must match N = " + std::to_string(n));
   }
   const VisionZipSplit split = visionzip_split(input.budget, contextual_fraction_);
   const int64_t top = split.dominant - 1;
@@ -60,8 +60,11 @@ ReducedTokens VisionZipReducer::reduce(const ReductionInput& input) const {
 
   const torch::Tensor feats = input.features.to(torch::kFloat);
   const auto device = feats.device();
-  auto index = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::TensorOptions().dtype(torch::kLong)).to(device); };
-  std::vector<torch::Tensor> tokens = {input.cls_feature.to(torch::kFloat).reshape({1, -1}), feats.index_select(0, index(dominant))};
+  auto index = [&](const std::vector<int64_t>& v) {
+    return torch::tensor(v, torch::TensorOptions().dtype(torch::kLong)).to(device);
+  };
+  std::vector<torch::Tensor> tokens = {input.cls_feature.to(torch::kFloat).reshape({1, -1}),
+                                       feats.index_select(0, index(dominant))};
 
   if (c > 0) {
     const int64_t step = std::max<int64_t>(1, m / c);
@@ -94,7 +97,8 @@ ReducedTokens VisionZipReducer::reduce(const ReductionInput& input) const {
       const torch::Tensor assign = sim.argmax(1).to(device);
       const torch::Tensor sums = torch::zeros_like(merged).index_add_(0, assign, feats.index_select(0, index(other_patch)));
       const torch::Tensor counts =
-          torch::zeros({c}, feats.options()).index_add_(0, assign, torch::ones({static_cast<int64_t>(others.size())}, feats.options()));
+          torch::zeros({c}, feats.options())
+              .index_add_(0, assign, torch::ones({static_cast<int64_t>(others.size())}, feats.options()));
       merged = merged + sums / counts.clamp_min(1.0).unsqueeze(1);  // + 0 where nothing was assigned
       const torch::Tensor assign_cpu = assign.cpu();
       const auto* a = assign_cpu.data_ptr<int64_t>();
@@ -104,7 +108,8 @@ ReducedTokens VisionZipReducer::reduce(const ReductionInput& input) const {
   }
   const torch::Tensor vision_tokens = torch::cat(tokens, 0).to(input.features.scalar_type());
   out.embeddings = input.project(vision_tokens).to(input.embeddings.scalar_type());
-  out.log_bias = torch::zeros({static_cast<int64_t>(out.kept.size())}, torch::TensorOptions().dtype(torch::kFloat).device(input.embeddings.device()));
+  out.log_bias = torch::zeros({static_cast<int64_t>(out.kept.size())},
+                              torch::TensorOptions().dtype(torch::kFloat).device(input.embeddings.device()));
   return out;
 }
 

@@ -34,8 +34,9 @@ cv::Mat draw_reduction_bgr(const cv::Mat& rgb, int64_t grid, const ImageReductio
     throw Error(ErrorCode::kInvalidArgument, "draw_reduction: expects a square RGB image divisible into the patch grid");
   }
   if (static_cast<int64_t>(reduction.assignment.size()) != grid * grid) {
-    throw Error(ErrorCode::kInvalidArgument, "draw_reduction: the reduction covers " + std::to_string(reduction.assignment.size()) +
-                                                 " tokens, the grid " + std::to_string(grid * grid));
+    throw Error(ErrorCode::kInvalidArgument, "draw_reduction: the reduction covers " +
+                                                 std::to_string(reduction.assignment.size()) + " tokens, the grid " +
+                                                 std::to_string(grid * grid));
   }
   const int side = rgb.rows;
   cv::Mat bgr, canvas;
@@ -108,8 +109,8 @@ cv::Mat rgb_view(const Image& image, const char* what);
 
 // One image of the request: a LLaVA-1.5 crop at twice its size; a NeXT image as its base crop
 // (scaled to the height of the tile grid) beside its tiles stitched into the grid.
-cv::Mat draw_image_panel(const PreparedInput& in, size_t first_crop, int64_t crops, const ImageReduction& red,
-                         int64_t grid, int64_t n, const std::array<int64_t, 2>& size) {
+cv::Mat draw_image_panel(const PreparedInput& in, size_t first_crop, int64_t crops, const ImageReduction& red, int64_t grid,
+                         int64_t n, const std::array<int64_t, 2>& size) {
   const auto crop_picture = [&](int64_t c, int scale) {
     return draw_reduction_bgr(rgb_view(in.crops[first_crop + static_cast<size_t>(c)], "draw_request_reduction"), grid,
                               crop_slice(red, c, n), scale);
@@ -137,7 +138,8 @@ cv::Mat draw_image_panel(const PreparedInput& in, size_t first_crop, int64_t cro
 Image draw_request_reduction(const PreparedInput& in, const Result& result, const ModelInfo& model) {
   const int64_t n = model.tokens_per_crop;
   const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(n))));
-  if (n <= 0 || grid * grid != n) throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: the model's tokens per crop are not a square grid");
+  if (n <= 0 || grid * grid != n)
+    throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: the model's tokens per crop are not a square grid");
   if (in.crops_per_image.size() != result.reductions.size() || in.image_sizes.size() != result.reductions.size()) {
     throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: the prepared input has " +
                                                  std::to_string(in.crops_per_image.size()) + " image(s), the result " +
@@ -150,13 +152,13 @@ Image draw_request_reduction(const PreparedInput& in, const Result& result, cons
     const ImageReduction& red = result.reductions[i];
     const int64_t crops = in.crops_per_image[i];
     if (i < in.media.size() && in.media[i] == MediaKind::kVideo) {
-      throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: item " + std::to_string(i) +
-                                                   " is a video; pictures show images' reductions only");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "draw_request_reduction: item " + std::to_string(i) + " is a video; pictures show images' reductions only");
     }
     if (crops < 1 || first + static_cast<size_t>(crops) > in.crops.size() ||
         static_cast<int64_t>(red.assignment.size()) != crops * n) {
-      throw Error(ErrorCode::kInvalidArgument, "draw_request_reduction: image " + std::to_string(i) +
-                                                   ": the reduction does not cover its crops");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "draw_request_reduction: image " + std::to_string(i) + ": the reduction does not cover its crops");
     }
     panels.push_back(draw_image_panel(in, first, crops, red, grid, n, in.image_sizes[i]));
     first += static_cast<size_t>(crops);

@@ -35,10 +35,15 @@ nlohmann::ordered_json stats_json(const Stats& s) {
 }
 
 nlohmann::ordered_json reduction_json(const ImageReduction& r) {
-  return {{"method", r.method},         {"media", r.media == MediaKind::kVideo ? "video" : "image"},
-          {"original_tokens", r.original_tokens}, {"kept_tokens", r.kept.size()},
-          {"kept", r.kept},             {"assignment", r.assignment},           {"cluster_sizes", r.cluster_sizes},
-          {"bias", r.bias},             {"entropy", r.entropy}};
+  return {{"method", r.method},
+          {"media", r.media == MediaKind::kVideo ? "video" : "image"},
+          {"original_tokens", r.original_tokens},
+          {"kept_tokens", r.kept.size()},
+          {"kept", r.kept},
+          {"assignment", r.assignment},
+          {"cluster_sizes", r.cluster_sizes},
+          {"bias", r.bias},
+          {"entropy", r.entropy}};
 }
 
 }  // namespace era

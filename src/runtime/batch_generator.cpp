@@ -7,9 +7,7 @@
 #include "util/stopwatch.h"
 
 namespace era {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<GenerationOutput> BatchGenerator::run(const std::vector<PromptSequence>& sequences,
                                                   const std::vector<GenerationLimits>& limits, std::vector<Sampler>& samplers,

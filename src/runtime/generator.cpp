@@ -24,8 +24,8 @@ size_t complete_utf8_prefix(const std::string& s) {
 
 }  // namespace
 
-GenerationOutput Generator::run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler,
-                                KvCache& cache, const TextCallback& on_text) {
+GenerationOutput Generator::run(const PromptSequence& sequence, const GenerationLimits& limits, Sampler& sampler, KvCache& cache,
+                                const TextCallback& on_text) {
   GenerationOutput out;
   out.finish_reason = "length";
   if (limits.max_new_tokens <= 0) return out;

@@ -19,8 +19,8 @@ torch::Tensor layer_keys(const TextSpec& spec, const KvCache& cache, int64_t lay
 
 }  // namespace
 
-PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, const InDecoderPruning& pruning,
-                             KvCache& cache, const LarSettings& lar) {
+PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, const InDecoderPruning& pruning, KvCache& cache,
+                             const LarSettings& lar) {
   if (pruning.pruner == nullptr) throw Error(ErrorCode::kInvalidArgument, "prefill_pruned: no pruner");
   const InDecoderPruner& pruner = *pruning.pruner;
   decoder.require_layer_ranges(pruner.name());
@@ -43,7 +43,8 @@ PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, c
   // Positions inside image spans, to keep text (and other images) apart.
   std::vector<bool> is_image(static_cast<size_t>(L), false);
   for (const auto& s : pruning.spans) {
-    if (s.start < 0 || s.length < 0 || s.start + s.length > L) throw Error(ErrorCode::kInvalidArgument, "image span outside the sequence");
+    if (s.start < 0 || s.length < 0 || s.start + s.length > L)
+      throw Error(ErrorCode::kInvalidArgument, "image span outside the sequence");
     for (int64_t p = s.start; p < s.start + s.length; ++p) is_image[static_cast<size_t>(p)] = true;
   }
 

@@ -34,20 +34,20 @@ struct InDecoderPruning {
 };
 
 struct PrunedPrefill {
-  torch::Tensor logits;                          // [1, 1, V] float32, last prompt position
-  std::vector<int64_t> kept_positions;           // the L' positions layers >= K hold, ascending
+  torch::Tensor logits;                            // [1, 1, V] float32, last prompt position
+  std::vector<int64_t> kept_positions;             // the L' positions layers >= K hold, ascending
   std::vector<std::vector<int64_t>> kept_in_span;  // per span: kept offsets inside it, ascending
-  int64_t visual_tokens = 0;                     // image tokens layers >= K see
+  int64_t visual_tokens = 0;                       // image tokens layers >= K see
 };
 
 // Prefill of `sequence` (batch 1) into an empty `cache`: layers [0, K) on everything, the
 // selection, layers [K, N) on the kept positions (original RoPE positions and LAR biases).
-PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, const InDecoderPruning& pruning,
-                             KvCache& cache, const LarSettings& lar = {});
+PrunedPrefill prefill_pruned(Decoder& decoder, const PromptSequence& sequence, const InDecoderPruning& pruning, KvCache& cache,
+                             const LarSettings& lar = {});
 
 // One decode step on a cache prefill_pruned filled: `embeds` [1, 1, D] at RoPE `position`
 // (original length + t) through layers [0, K) and then [K, N). Returns float32 logits [1, 1, V].
-torch::Tensor decode_pruned(Decoder& decoder, const torch::Tensor& embeds, int64_t position, int64_t layer,
-                            KvCache& cache, const LarSettings& lar = {});
+torch::Tensor decode_pruned(Decoder& decoder, const torch::Tensor& embeds, int64_t position, int64_t layer, KvCache& cache,
+                            const LarSettings& lar = {});
 
 }  // namespace era

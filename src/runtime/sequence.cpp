@@ -17,8 +17,8 @@ int64_t PromptSequence::next_position() const {
   return positions.max().item<int64_t>() + 1;
 }
 
-PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
-                              int64_t video_token_id, const std::vector<ReducedTokens>& items) {
+PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id, int64_t video_token_id,
+                              const std::vector<ReducedTokens>& items) {
   const auto is_placeholder = [&](int64_t id) { return id == image_token_id || (video_token_id >= 0 && id == video_token_id); };
   const auto n_placeholders = std::count_if(ids.begin(), ids.end(), is_placeholder);
   if (n_placeholders != static_cast<int64_t>(items.size())) {

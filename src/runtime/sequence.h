@@ -15,7 +15,7 @@ namespace era {
 
 struct SequenceSegment {
   enum class Kind { kText, kImage } kind;
-  int64_t start;        // first position in the sequence
+  int64_t start;  // first position in the sequence
   int64_t length;
   int image_index = -1;  // for image segments
   // Native-resolution items (image segments): the item's token grid (t, h, w), the original grid
@@ -42,7 +42,7 @@ struct PromptSequence {
 
 // `ids` holds one placeholder id per visual item (an image's `image_token_id`, a video's
 // `video_token_id`; -1 when the model takes no video), in order; `items[i]` replaces the i-th.
-PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id,
-                              int64_t video_token_id, const std::vector<ReducedTokens>& items);
+PromptSequence build_sequence(Decoder& decoder, const std::vector<int64_t>& ids, int64_t image_token_id, int64_t video_token_id,
+                              const std::vector<ReducedTokens>& items);
 
 }  // namespace era

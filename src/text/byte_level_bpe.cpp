@@ -23,8 +23,7 @@ namespace {
 using json = nlohmann::json;
 
 // GPT-2's pattern, which the ByteLevel pre-tokenizer applies itself when use_regex is true.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 [[noreturn]] void refuse(const std::string& source, const std::string& field, const std::string& why) {
   throw Error(ErrorCode::kBundle, source + ": " + field + ": " + why);
@@ -115,8 +114,8 @@ UBool U_CALLCONV count_regex_steps(const void* context, int32_t /*steps since th
 // 8 MB and 256 bytes a character of the piece is ten times what that pattern needs, and still
 // bounds a hostile one by the text's length.
 int32_t regex_stack_limit(int32_t piece_length) {
-  return static_cast<int32_t>(std::min<int64_t>(std::numeric_limits<int32_t>::max(),
-                                                (int64_t{8} << 20) + int64_t{256} * piece_length));
+  return static_cast<int32_t>(
+      std::min<int64_t>(std::numeric_limits<int32_t>::max(), (int64_t{8} << 20) + int64_t{256} * piece_length));
 }
 
 // The first characters of `u` from `start`, quoted, for an error message.
@@ -127,15 +126,15 @@ std::string quote_text(const icu::UnicodeString& u, int32_t start) {
   return json(s).dump() + (end < u.length() ? "..." : "");
 }
 
-std::unique_ptr<icu::RegexPattern> compile(const std::string& pattern, const std::string& source,
-                                           const std::string& field) {
+std::unique_ptr<icu::RegexPattern> compile(const std::string& pattern, const std::string& source, const std::string& field) {
   UParseError parse_error{};
   UErrorCode status = U_ZERO_ERROR;
-  std::unique_ptr<icu::RegexPattern> compiled(icu::RegexPattern::compile(
-      icu::UnicodeString::fromUTF8(pattern), 0, parse_error, status));
+  std::unique_ptr<icu::RegexPattern> compiled(
+      icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, parse_error, status));
   if (U_FAILURE(status))
-    refuse(source, field, "the regular expression does not compile (" + std::string(u_errorName(status)) +
-                              " at offset " + std::to_string(parse_error.offset) + ")");
+    refuse(source, field,
+           "the regular expression does not compile (" + std::string(u_errorName(status)) + " at offset " +
+               std::to_string(parse_error.offset) + ")");
   return compiled;
 }
 
@@ -176,11 +175,11 @@ struct ByteLevelBpe::Impl {
   std::string source;
   int64_t id_limit = 0;  // entries of model.vocab plus added_tokens: every id lies below it (read_id)
   std::unordered_map<std::string, int64_t> vocab;
-  std::vector<std::string> id_to_token;  // vocabulary and added tokens by id ("" where none)
+  std::vector<std::string> id_to_token;                              // vocabulary and added tokens by id ("" where none)
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> merges;  // (a, b) -> (rank, merged id)
   bool ignore_merges = false;
   std::vector<AddedTokenRule> added;  // by content, longest first (the leftmost-longest matcher's order)
-  std::vector<bool> special;      // by id
+  std::vector<bool> special;          // by id
   std::vector<const icu::Normalizer2*> normalizers;
   std::vector<SplitStep> splits;  // the Split steps and, for ByteLevel(use_regex), GPT-2's pattern
   bool add_prefix_space = false;
@@ -283,8 +282,8 @@ void ByteLevelBpe::Impl::read_pre_tokenizer(const json& node, const std::string&
     const std::string behavior = get_field<std::string>(node, "behavior", "", source, field);
     if (behavior != "Isolated" && behavior != "Removed")
       refuse(source, field + ".behavior", "\"" + behavior + "\" is not supported (Isolated, Removed)");
-    splits.push_back({compile(pattern["Regex"].get<std::string>(), source, field + ".pattern.Regex"),
-                      behavior == "Removed", field + ".pattern.Regex"});
+    splits.push_back({compile(pattern["Regex"].get<std::string>(), source, field + ".pattern.Regex"), behavior == "Removed",
+                      field + ".pattern.Regex"});
     return;
   }
   if (type == "ByteLevel") {
@@ -316,8 +315,7 @@ void ByteLevelBpe::Impl::read_model(const json& model) {
     const int64_t id = read_id(value, id_limit, source, field);
     // Two tokens on one id: decoding could not say which text the id stands for.
     const auto [first, fresh] = token_by_id.emplace(id, token);
-    if (!fresh)
-      refuse(source, field, "id " + std::to_string(id) + " is also model.vocab[" + json(first->second).dump() + "]'s");
+    if (!fresh) refuse(source, field, "id " + std::to_string(id) + " is also model.vocab[" + json(first->second).dump() + "]'s");
     vocab[token] = id;
     max_id = std::max(max_id, id);
   }
@@ -471,8 +469,8 @@ void ByteLevelBpe::Impl::split(const SplitStep& step, const std::string& piece, 
     const bool found = m->find(status);
     const auto text = [&] { return quote_text(u, done) + " (" + std::to_string(u.length() - done) + " characters)"; };
     if (status == U_REGEX_STOPPED_BY_CALLER)
-      throw Error(ErrorCode::kPrompt, source + ": " + step.field + ": the pattern backtracks without end on the text " +
-                                          text() + " and was stopped: this tokenizer's pattern cannot split such " +
+      throw Error(ErrorCode::kPrompt, source + ": " + step.field + ": the pattern backtracks without end on the text " + text() +
+                                          " and was stopped: this tokenizer's pattern cannot split such " +
                                           "text (catastrophic backtracking)");
     if (status == U_REGEX_STACK_OVERFLOW)
       throw Error(ErrorCode::kPrompt, source + ": " + step.field + ": the pattern needs more than " +
@@ -681,9 +679,7 @@ std::optional<int64_t> ByteLevelBpe::token_id(const std::string& token) const {
   return std::nullopt;
 }
 
-bool ByteLevelBpe::is_special(int64_t id) const {
-  return id >= 0 && id < size() && impl_->special[static_cast<size_t>(id)];
-}
+bool ByteLevelBpe::is_special(int64_t id) const { return id >= 0 && id < size() && impl_->special[static_cast<size_t>(id)]; }
 
 int64_t ByteLevelBpe::size() const { return static_cast<int64_t>(impl_->id_to_token.size()); }
 

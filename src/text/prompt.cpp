@@ -70,8 +70,8 @@ std::string format_prompt(const PromptTemplate& tmpl, const std::string& questio
   return format_conversation(tmpl, {}, question, num_images, num_videos);
 }
 
-std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
-                                const std::string& question, int num_images, int num_videos) {
+std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history, const std::string& question,
+                                int num_images, int num_videos) {
   std::vector<std::string> users;
   for (const auto& turn : history) users.push_back(turn.user);
   users.push_back(question);
@@ -113,9 +113,8 @@ std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Tu
   throw Error(ErrorCode::kRuntime, "unknown prompt template style");
 }
 
-std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std::string& prompt,
-                                          const std::string& placeholder, int64_t image_token_id,
-                                          const std::vector<AddedToken>& added_tokens) {
+std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std::string& prompt, const std::string& placeholder,
+                                          int64_t image_token_id, const std::vector<AddedToken>& added_tokens) {
   // Every piece that becomes one id by itself: the placeholder first, then the added tokens.
   std::vector<AddedToken> specials{{placeholder, image_token_id}};
   for (const auto& t : added_tokens) {

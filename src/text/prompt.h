@@ -67,8 +67,8 @@ std::string format_prompt(const PromptTemplate& tmpl, const std::string& questio
 // their ids (as HF's tokenizer does with special tokens in text). Images: the placeholders of
 // all user texts, in order, must number `num_images`; if there are none, the images go in front
 // of the first user text. Throws era::Error(kPrompt) otherwise.
-std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history,
-                                const std::string& question, int num_images, int num_videos = 0);
+std::string format_conversation(const PromptTemplate& tmpl, const std::vector<Turn>& history, const std::string& question,
+                                int num_images, int num_videos = 0);
 
 // A piece of text that is one token of its own and never goes through SentencePiece: the HF
 // tokenizer's added tokens (ChatML's "<|im_start|>" / "<|im_end|>" in Yi's vocabulary).
@@ -82,8 +82,7 @@ struct AddedToken {
 // between is encoded on its own (each gets SentencePiece's dummy prefix), as HF's slow LLaMA
 // tokenizer, which LLaVA's evaluation uses, does. Where two matches start at the same place the
 // longer wins.
-std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std::string& prompt,
-                                          const std::string& placeholder, int64_t image_token_id,
-                                          const std::vector<AddedToken>& added_tokens = {});
+std::vector<int64_t> tokenize_with_images(const Tokenizer& tokenizer, const std::string& prompt, const std::string& placeholder,
+                                          int64_t image_token_id, const std::vector<AddedToken>& added_tokens = {});
 
 }  // namespace era

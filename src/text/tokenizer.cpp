@@ -52,7 +52,8 @@ std::vector<fs::path> shim_candidates() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&shim_candidates), &info) && info.dli_fname) {
     const fs::path here = fs::absolute(info.dli_fname).parent_path();
-    for (const auto& dir : {here, here.parent_path(), here.parent_path() / "lib", here / "era", here.parent_path() / "lib" / "era"}) {
+    for (const auto& dir :
+         {here, here.parent_path(), here.parent_path() / "lib", here / "era", here.parent_path() / "lib" / "era"}) {
       out.push_back(dir / kShimName);
     }
   }
@@ -193,8 +194,6 @@ std::string Tokenizer::piece(int64_t id) const {
   if (bpe_) return bpe_->piece(id);
   return (id >= 0 && id < size()) ? sp_->id_to_piece(static_cast<int>(id)) : "<added:" + std::to_string(id) + ">";
 }
-std::optional<int64_t> Tokenizer::token_id(const std::string& token) const {
-  return bpe_ ? bpe_->token_id(token) : std::nullopt;
-}
+std::optional<int64_t> Tokenizer::token_id(const std::string& token) const { return bpe_ ? bpe_->token_id(token) : std::nullopt; }
 
 }  // namespace era

@@ -34,8 +34,8 @@ bool blas_runs_own_threads() {
   return get != nullptr && get() == 1;
 }
 
-CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
-                               bool blas_env_set, bool matmuls_in_blas) {
+CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads, bool blas_env_set,
+                               bool matmuls_in_blas) {
   CpuThreadPlan plan;
   if (requested > 0) {
     plan.torch_threads = requested;

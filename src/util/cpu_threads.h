@@ -35,8 +35,8 @@ struct CpuThreadPlan {
 // OpenBLAS is left alone where OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS is set (`blas_env_set`).
 // era's decode kernel gets every CPU beside such an OpenBLAS whatever LibTorch gets (it runs
 // between OpenBLAS's products, not beside them), and the requested count where one is requested.
-CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads,
-                               bool blas_env_set, bool matmuls_in_blas);
+CpuThreadPlan plan_cpu_threads(int requested, int usable_cpus, bool torch_env_set, bool blas_own_threads, bool blas_env_set,
+                               bool matmuls_in_blas);
 
 // Empty, or advice for a process that sizes its pools itself (no `requested` count) and found
 // OpenBLAS's pthread build with LibTorch left at one thread on several CPUs: OpenBLAS's OpenMP

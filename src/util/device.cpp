@@ -24,8 +24,7 @@ bool is_cuda_name(const std::string& name) { return name == "cuda" || name.rfind
 int parse_cuda_index(const std::string& name) {
   if (name == "cuda") return 0;
   const std::string digits = name.substr(5);
-  const bool ok = !digits.empty() && digits.size() <= 4 &&
-                  digits.find_first_not_of("0123456789") == std::string::npos;
+  const bool ok = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
   if (!ok) {
     throw Error(ErrorCode::kInvalidArgument, "unknown device '" + name + "' (use cpu, cuda or cuda:N)");
   }
@@ -67,14 +66,13 @@ torch::Device resolve(const std::string& name) {
   const int count = cuda_device_count();
   if (count == 0) {
     throw Error(ErrorCode::kInvalidArgument,
-                "device '" + name + "' requested, but no CUDA device is usable on this machine (LibTorch " +
-                    kTorchVersion + " has CUDA, but found no GPU or no NVIDIA driver); use --device cpu");
+                "device '" + name + "' requested, but no CUDA device is usable on this machine (LibTorch " + kTorchVersion +
+                    " has CUDA, but found no GPU or no NVIDIA driver); use --device cpu");
   }
   if (index >= count) {
-    throw Error(ErrorCode::kInvalidArgument, "device '" + name + "' requested, but this machine has " +
-                                                 std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
-                                                 " (cuda:0" + (count > 1 ? " .. cuda:" + std::to_string(count - 1) : "") +
-                                                 ")");
+    throw Error(ErrorCode::kInvalidArgument, "device '" + name + "' requested, but this machine has " + std::to_string(count) +
+                                                 " CUDA device" + (count == 1 ? "" : "s") + " (cuda:0" +
+                                                 (count > 1 ? " .. cuda:" + std::to_string(count - 1) : "") + ")");
   }
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }

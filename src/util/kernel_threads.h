@@ -3,8 +3,8 @@
 // apart from LibTorch's intra-op count. Beside an OpenBLAS with its own pthreads (Debian's
 // libopenblas0-pthread; tools/setup.sh installs the OpenMP build, which shares LibTorch's pool) a
 // session keeps LibTorch at one thread, so that LibTorch's OpenMP workers do not compete with
-// OpenBLAS's during the big float32 products (util/cpu_threads.h). A decode step runs none of those: all its products are era's kernel, which
-// followed LibTorch's count and so streamed the weights on one core.
+// OpenBLAS's during the big float32 products (util/cpu_threads.h). A decode step runs none of those: all its products are era's
+// kernel, which followed LibTorch's count and so streamed the weights on one core.
 
 #include <ATen/Parallel.h>
 

@@ -211,8 +211,8 @@ torch::Tensor parse_npy(const uint8_t* data, size_t size, const std::string& nam
   if (numel != 0) {
     for (int64_t d : h.shape) {
       if (static_cast<uint64_t>(d) > available / numel)
-        fail_npy(name, "truncated .npy data (shape " + shape_repr(h.shape) + " needs more than the " +
-                       std::to_string(size - at) + " data bytes present)");
+        fail_npy(name, "truncated .npy data (shape " + shape_repr(h.shape) + " needs more than the " + std::to_string(size - at) +
+                           " data bytes present)");
       numel *= static_cast<size_t>(d);
     }
   }
@@ -232,13 +232,11 @@ void write_npy(const std::string& path, const torch::Tensor& tensor) {
   if (!host_is_little_endian()) fail_npy(path, ".npy support requires a little-endian host");
   if (!tensor.defined()) fail_npy(path, "cannot write an undefined tensor");
   const DtypeInfo* dt = dtype_from_scalar(tensor.scalar_type());
-  if (!dt)
-    fail_npy(path, std::string("unsupported dtype for .npy: ") + c10::toString(tensor.scalar_type()));
+  if (!dt) fail_npy(path, std::string("unsupported dtype for .npy: ") + c10::toString(tensor.scalar_type()));
   const torch::Tensor t = tensor.to(torch::kCPU).contiguous();
 
   const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-  std::string dict = std::string("{'descr': '") + dt->descr + "', 'fortran_order': False, 'shape': " +
-                     shape_repr(shape) + ", }";
+  std::string dict = std::string("{'descr': '") + dt->descr + "', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
   // numpy leaves room to grow the last axis in place, then pads to ARRAY_ALIGN with a final '\n'.
   if (!shape.empty()) dict.append(kGrowthDigits - std::to_string(shape.back()).size(), ' ');
   auto padded = [&](size_t len_field) {
@@ -263,8 +261,8 @@ void write_npy(const std::string& path, const torch::Tensor& tensor) {
     const char b[2] = {static_cast<char>(hl & 0xFF), static_cast<char>((hl >> 8) & 0xFF)};
     out.write(b, 2);
   } else {
-    const char b[4] = {static_cast<char>(hl & 0xFF), static_cast<char>((hl >> 8) & 0xFF),
-                       static_cast<char>((hl >> 16) & 0xFF), static_cast<char>((hl >> 24) & 0xFF)};
+    const char b[4] = {static_cast<char>(hl & 0xFF), static_cast<char>((hl >> 8) & 0xFF), static_cast<char>((hl >> 16) & 0xFF),
+                       static_cast<char>((hl >> 24) & 0xFF)};
     out.write(b, 4);
   }
   out.write(header.data(), static_cast<std::streamsize>(header.size()));

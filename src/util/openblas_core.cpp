@@ -21,10 +21,10 @@ std::string openblas_core_name() {
 std::string openblas_core_to_request(const std::string& core, bool avx2_fma, bool avx512) {
   // OpenBLAS's x86 kernel sets below AVX2, compared in lower case (openblas_get_corename()
   // capitalises them in some versions and not in others).
-  static const std::set<std::string> below_avx2 = {
-      "katmai", "coppermine", "northwood", "prescott", "banias",  "core2",        "penryn",    "dunnington", "nehalem",
-      "atom",   "sandybridge", "athlon",   "opteron",  "opteron_sse3", "barcelona", "bobcat", "bulldozer",  "piledriver",
-      "steamroller"};
+  static const std::set<std::string> below_avx2 = {"katmai",      "coppermine", "northwood",  "prescott",     "banias",
+                                                   "core2",       "penryn",     "dunnington", "nehalem",      "atom",
+                                                   "sandybridge", "athlon",     "opteron",    "opteron_sse3", "barcelona",
+                                                   "bobcat",      "bulldozer",  "piledriver", "steamroller"};
   std::string lower = core;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (!avx2_fma || below_avx2.count(lower) == 0) return "";
@@ -43,8 +43,7 @@ std::string openblas_core_to_request(const std::string& core) {
 std::string openblas_core_for_this_process() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
   // PyPI's LibTorch carries MKL (and exports its symbols): its products never reach OpenBLAS.
-  if (dlsym(RTLD_DEFAULT, "mkl_get_max_threads") != nullptr || dlsym(RTLD_DEFAULT, "MKL_Get_Max_Threads") != nullptr)
-    return "";
+  if (dlsym(RTLD_DEFAULT, "mkl_get_max_threads") != nullptr || dlsym(RTLD_DEFAULT, "MKL_Get_Max_Threads") != nullptr) return "";
   const std::string core = openblas_core_name();
   return core.empty() ? "" : openblas_core_to_request(core);
 }

@@ -31,8 +31,8 @@ void check_fps(double fps, const std::string& name, const char* what) {
 
 void check_frame_count(int n, const std::string& name, const char* what) {
   if (n < 1 || n > Video::kMaxFrames) {
-    throw Error(ErrorCode::kInvalidArgument, "video " + name + ": " + what + " " + std::to_string(n) +
-                                                 " is not between 1 and " + std::to_string(Video::kMaxFrames));
+    throw Error(ErrorCode::kInvalidArgument, "video " + name + ": " + what + " " + std::to_string(n) + " is not between 1 and " +
+                                                 std::to_string(Video::kMaxFrames));
   }
 }
 }  // namespace
@@ -74,7 +74,8 @@ Video Video::from_folder(const std::string& dir, int frames) {
     std::string ext = entry.path().extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     static const char* const kImageExtensions[] = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".gif"};
-    if (entry.is_regular_file(ec) && std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext) != std::end(kImageExtensions)) {
+    if (entry.is_regular_file(ec) &&
+        std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext) != std::end(kImageExtensions)) {
       files.push_back(entry.path().string());
     }
   }
@@ -100,7 +101,8 @@ Video Video::from_path(const std::string& path, int frames, double fps) {
   }
   if (fps != 0) {
     if (frames != 0) {
-      throw Error(ErrorCode::kInvalidArgument, "video " + path + ": a frame count and a sampling fps exclude each other (give one)");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "video " + path + ": a frame count and a sampling fps exclude each other (give one)");
     }
     return from_file_at_fps(path, fps);
   }

@@ -58,8 +58,8 @@ int64_t count_frames(const std::string& path) {
 
 // Decodes the frames `wanted` (ascending, repeats allowed) of an open capture in one pass; false
 // if the stream ends before the last of them.
-bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::vector<int64_t>& wanted,
-               const ImageLimits& limits, std::vector<cv::Mat>& out) {
+bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::vector<int64_t>& wanted, const ImageLimits& limits,
+               std::vector<cv::Mat>& out) {
   std::map<int64_t, cv::Mat> decoded;
   const int64_t last = wanted.empty() ? -1 : wanted.back();
   for (int64_t index = 0; index <= last; ++index) {
@@ -69,7 +69,7 @@ bool decode_at(cv::VideoCapture& capture, const std::string& path, const std::ve
     if (!capture.retrieve(bgr) || bgr.empty()) fail_video(path, "frame " + std::to_string(index) + " cannot be decoded");
     if (static_cast<int64_t>(bgr.cols) * bgr.rows > limits.max_pixels) {
       fail_video(path, "frames of " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + " pixels exceed the limit of " +
-                     std::to_string(limits.max_pixels) + " pixels");
+                           std::to_string(limits.max_pixels) + " pixels");
     }
     cv::Mat rgb;
     if (bgr.type() == CV_8UC3) {
@@ -118,12 +118,13 @@ std::vector<int64_t> fps_frame_indices(int64_t total, double video_fps, double f
 VideoFrames sample_video_frames(const std::string& path, const FrameSampling& sampling, const ImageLimits& limits) {
   const auto pick = [&](int64_t total, double video_fps) {
     if (!(sampling.fps > 0)) return uniform_frame_indices(total, sampling.frames);
-    if (!(video_fps > 0)) fail_video(path, "states no frame rate, so frames cannot be sampled per second (give a frame count instead)");
+    if (!(video_fps > 0))
+      fail_video(path, "states no frame rate, so frames cannot be sampled per second (give a frame count instead)");
     std::vector<int64_t> indices =
         fps_frame_indices(total, video_fps, sampling.fps, sampling.multiple, sampling.min_frames, sampling.max_frames);
     if (indices.empty()) {
       fail_video(path, "has " + std::to_string(total) + " frame(s), fewer than the " + std::to_string(sampling.multiple) +
-                     " one sampled step needs");
+                           " one sampled step needs");
     }
     return indices;
   };

@@ -6,9 +6,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "bundle_session.h"
 #include "era/debug.h"
 #include "era/era.h"
-#include "bundle_session.h"
 #include "test_support.h"
 
 namespace era {
@@ -70,8 +70,8 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
       {"rgb", Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)},
       {"rgba", Image::from_pixels(rgba.data, rgba.cols, rgba.rows, static_cast<int>(rgba.step), PixelFormat::kRGBA8)},
       {"bgra", Image::from_pixels(bgra.data, bgra.cols, bgra.rows, static_cast<int>(bgra.step), PixelFormat::kBGRA8)},
-      {"padded", Image::from_pixels(padded_view.data, padded_view.cols, padded_view.rows,
-                                    static_cast<int>(padded_view.step), PixelFormat::kBGR8)},
+      {"padded", Image::from_pixels(padded_view.data, padded_view.cols, padded_view.rows, static_cast<int>(padded_view.step),
+                                    PixelFormat::kBGR8)},
       {"file", Image::from_file(sample_png())},
   };
   for (const auto& [name, image] : images) {
@@ -89,7 +89,8 @@ TEST(ImageInput, PixelsInEveryLayoutEqualTheFile) {
 TEST(ImageInput, EncodedBytesEqualTheFile) {
   const std::string bytes = test::read_file(sample_png());
   const auto image = Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "upload.png");
-  expect_same_input(debug::prepare(test::bundle_session(), request_with({image})), debug::prepare(test::bundle_session(), request_with({}, {sample_png()})));
+  expect_same_input(debug::prepare(test::bundle_session(), request_with({image})),
+                    debug::prepare(test::bundle_session(), request_with({}, {sample_png()})));
 }
 
 // Grey is replicated into three equal channels, as PIL's convert("RGB").
@@ -97,8 +98,12 @@ TEST(ImageInput, GreyIsReplicated) {
   const cv::Mat grey = cv::imread(sample_png(), cv::IMREAD_GRAYSCALE);
   cv::Mat rgb;
   cv::cvtColor(grey, rgb, cv::COLOR_GRAY2RGB);
-  const auto a = debug::prepare(test::bundle_session(), request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
-  const auto b = debug::prepare(test::bundle_session(), request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
+  const auto a = debug::prepare(
+      test::bundle_session(),
+      request_with({Image::from_pixels(grey.data, grey.cols, grey.rows, static_cast<int>(grey.step), PixelFormat::kGray8)}));
+  const auto b = debug::prepare(
+      test::bundle_session(),
+      request_with({Image::from_pixels(rgb.data, rgb.cols, rgb.rows, static_cast<int>(rgb.step), PixelFormat::kRGB8)}));
   expect_same_input(a, b);
 }
 

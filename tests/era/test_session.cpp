@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "era/era.h"
-#include "era/debug.h"
 #include "bundle_session.h"
+#include "era/debug.h"
+#include "era/era.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -90,8 +90,9 @@ TEST(Session, ConversationHistoryAndSystemReachTheModel) {
   chat.prompt = "Which colour is it?";
   chat.system = "Be brief.";
   const PreparedInput in = test::bundle_session().prepare(chat);
-  const std::string expected = "Be brief. USER: <image>\nWhat is shown in this image? ASSISTANT: A square.</s>"
-                               "USER: Which colour is it? ASSISTANT:";
+  const std::string expected =
+      "Be brief. USER: <image>\nWhat is shown in this image? ASSISTANT: A square.</s>"
+      "USER: Which colour is it? ASSISTANT:";
   EXPECT_EQ(in.prompt, expected);
   EXPECT_EQ(std::count(in.token_ids.begin(), in.token_ids.end(), int64_t{2}), 1) << "the finished turn ends with one EOS id";
   Request raw = sample_request(8);

@@ -10,8 +10,8 @@
 #include <regex>
 #include <thread>
 
-#include "era/era.h"
 #include "bundle_session.h"
+#include "era/era.h"
 #include "test_support.h"
 
 namespace era {
@@ -204,10 +204,9 @@ TEST(SessionThreads, CallbackExceptionsPassThroughUnchanged) {
 TEST(SessionApi, MovedFromSessionThrowsInsteadOfCrashing) {
   Session a = Session::open(test::bundle_dir());
   Session b = std::move(a);
-  for (const auto& call : std::vector<std::function<void()>>{[&] { a.generate(mixed_requests()[0]); },
-                                                              [&] { a.info(); },
-                                                              [&] { a.prepare(mixed_requests()[0]); },
-                                                              [&] { a.generate_batch({mixed_requests()[0]}); }}) {
+  for (const auto& call : std::vector<std::function<void()>>{[&] { a.generate(mixed_requests()[0]); }, [&] { a.info(); },
+                                                             [&] { a.prepare(mixed_requests()[0]); },
+                                                             [&] { a.generate_batch({mixed_requests()[0]}); }}) {
     try {
       call();
       ADD_FAILURE() << "a moved-from Session must refuse calls";

@@ -29,8 +29,8 @@ TEST(DesktopCanvas, NonAsciiAnswersAreDrawnNotQuestionMarks) {
   const cv::Mat accented = with_answer("caf\xC3\xA9 na\xC3\xAFve"), marks = with_answer("caf? na?ve"),
                 plain = with_answer("cafe naive");
   ASSERT_EQ(accented.size(), marks.size());
-  EXPECT_GT(differing_pixels(accented, marks), 20);  // é is not drawn as '?'
-  EXPECT_GT(differing_pixels(accented, plain), 20);  // ...nor as a bare e
+  EXPECT_GT(differing_pixels(accented, marks), 20);                                              // é is not drawn as '?'
+  EXPECT_GT(differing_pixels(accented, plain), 20);                                              // ...nor as a bare e
   EXPECT_GT(differing_pixels(with_answer("\xD0\x9C\xD0\xB8\xD1\x80"), with_answer("???")), 20);  // Cyrillic
 }
 

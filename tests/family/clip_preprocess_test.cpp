@@ -50,7 +50,7 @@ TEST(ClipPreprocessTest, PadPathBitExactFromFiles) {
   ERA_REQUIRE_IMAGE_FIXTURE();
   int n = 0, exact = 0;
   for (const auto& c : image_manifest()["decode"]) {
-    if (c["format"] == "GIF") continue;  // see ImageIoTest.GifIsDecodedExactlyOrRefusedClearly
+    if (c["format"] == "GIF") continue;                   // see ImageIoTest.GifIsDecodedExactlyOrRefusedClearly
     if (c["decode_tolerance"].get<int>() != 0) continue;  // known decoder difference (CMYK JPEG)
     cv::Mat rgb;
     try {
@@ -90,10 +90,12 @@ TEST(ClipPreprocessTest, BothModesEveryFilterBitExact) {
     const cv::Mat rgb = mat_from_hwc(read_npy(image_path(c["rgb"])));
     EXPECT_EQ(describe_mismatch(preprocess_llava15(rgb, cfg), read_npy(image_path(c["ref"]))), "");
     seen.insert(c["mode"].get<std::string>() + "/" + c["filter"].get<std::string>() +
-                (cfg.shortest_edge > cfg.size ? "/up" : cfg.shortest_edge < cfg.size ? "/down" : "/same"));
+                (cfg.shortest_edge > cfg.size   ? "/up"
+                 : cfg.shortest_edge < cfg.size ? "/down"
+                                                : "/same"));
   }
-  for (const char* k : {"pad/bicubic/up", "pad/bicubic/down", "pad/bicubic/same", "crop/bicubic/up",
-                        "crop/bicubic/down", "crop/bicubic/same", "crop/bilinear/up", "crop/lanczos/up"})
+  for (const char* k : {"pad/bicubic/up", "pad/bicubic/down", "pad/bicubic/same", "crop/bicubic/up", "crop/bicubic/down",
+                        "crop/bicubic/same", "crop/bilinear/up", "crop/lanczos/up"})
     EXPECT_TRUE(seen.count(k)) << k;
 }
 

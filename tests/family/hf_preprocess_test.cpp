@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "family/llava_base.h"
 #include "family/anyres.h"
 #include "family/clip_preprocess.h"
+#include "family/llava_base.h"
 #include "image/image_test_util.h"
 #include "model/manifest.h"
 
@@ -34,9 +34,8 @@ nlohmann::json hf_index() {
 // The pixel tensor era's families build: the crops of the manifest's layout, each normalised.
 torch::Tensor era_pixels(const cv::Mat& rgb, const ImageSpec& spec) {
   const ClipImageConfig clip = clip_config(spec);
-  const std::vector<cv::Mat> crops = spec.layout == ImageLayout::kAnyres
-                                         ? llava_next_crops(rgb, spec.grid_pinpoints, clip)
-                                         : std::vector<cv::Mat>{llava15_crop(rgb, clip)};
+  const std::vector<cv::Mat> crops = spec.layout == ImageLayout::kAnyres ? llava_next_crops(rgb, spec.grid_pinpoints, clip)
+                                                                         : std::vector<cv::Mat>{llava15_crop(rgb, clip)};
   std::vector<torch::Tensor> planes;
   for (const cv::Mat& crop : crops) planes.push_back(normalize_to_chw(crop, clip));
   return torch::stack(planes);

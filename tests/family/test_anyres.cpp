@@ -8,16 +8,16 @@
 #include "test_support.h"
 
 #include <fstream>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "era/error.h"
+#include "family/anyres_packing.h"
 #include "image/image_io.h"
 #include "image/image_test_util.h"
-#include "family/anyres_packing.h"
 #include "util/npy.h"
 
 namespace era {
@@ -40,11 +40,11 @@ const nlohmann::json& anyres_manifest() {
   return manifest;
 }
 
-#define ERA_REQUIRE_ANYRES_FIXTURE()                                                              \
-  do {                                                                                            \
-    if (anyres_manifest().is_null())                                                              \
+#define ERA_REQUIRE_ANYRES_FIXTURE()                                                                  \
+  do {                                                                                                \
+    if (anyres_manifest().is_null())                                                                  \
       FAIL() << "missing " << anyres_dir() << "/manifest.json; run: /usr/bin/python3 " ERA_SOURCE_DIR \
-             << "/tests/python/make_anyres_refs.py --out " << anyres_dir();                       \
+             << "/tests/python/make_anyres_refs.py --out " << anyres_dir();                           \
   } while (0)
 
 void expect_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
@@ -55,15 +55,13 @@ TEST(AnyresTest, SelectBestResolutionTable) {
   };
   // (height, width) throughout. The first block is llava.md A.6's table.
   const std::vector<Case> cases = {
-      {{336, 336}, {336, 672}},    // the tie: HF takes the first 2-tile layout, 1 row x 2 columns
-      {{300, 400}, {336, 672}},   {{480, 640}, {672, 672}},  {{899, 1024}, {672, 672}},
-      {{427, 640}, {672, 672}},   {{1080, 1920}, {672, 672}}, {{300, 1200}, {336, 1008}},
-      {{672, 672}, {672, 672}},   {{2000, 2000}, {672, 672}},
-      {{1, 1}, {336, 672}},       {{250, 200}, {336, 672}},  {{200, 250}, {336, 672}},  // all small: the tie
+      {{336, 336}, {336, 672}},  // the tie: HF takes the first 2-tile layout, 1 row x 2 columns
+      {{300, 400}, {336, 672}},   {{480, 640}, {672, 672}},   {{899, 1024}, {672, 672}},  {{427, 640}, {672, 672}},
+      {{1080, 1920}, {672, 672}}, {{300, 1200}, {336, 1008}}, {{672, 672}, {672, 672}},   {{2000, 2000}, {672, 672}},
+      {{1, 1}, {336, 672}},       {{250, 200}, {336, 672}},   {{200, 250}, {336, 672}},  // all small: the tie
       {{336, 335}, {336, 672}},   {{337, 336}, {672, 336}},  // just over 336 px tall: 2 rows x 1 column
-      {{640, 480}, {672, 672}},   {{1200, 300}, {1008, 336}}, {{1000, 333}, {1008, 336}},
-      {{333, 1000}, {336, 1008}}, {{500, 300}, {672, 336}},  {{20, 900}, {336, 1008}},
-      {{900, 20}, {1008, 336}},   {{8, 2000}, {336, 1008}},
+      {{640, 480}, {672, 672}},   {{1200, 300}, {1008, 336}}, {{1000, 333}, {1008, 336}}, {{333, 1000}, {336, 1008}},
+      {{500, 300}, {672, 336}},   {{20, 900}, {336, 1008}},   {{900, 20}, {1008, 336}},   {{8, 2000}, {336, 1008}},
       {{8192, 1}, {336, 672}},  // every effective area truncates to 0: the first candidate stays
   };
   for (const auto& c : cases) {

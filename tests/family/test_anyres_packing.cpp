@@ -39,8 +39,8 @@ AnyresGeometry geometry_for(int64_t h, int64_t w) {
 }
 
 std::string name_of(const AnyresGeometry& g) {
-  return std::to_string(g.original.height) + "x" + std::to_string(g.original.width) + " grid " +
-         std::to_string(g.rows) + "x" + std::to_string(g.cols);
+  return std::to_string(g.original.height) + "x" + std::to_string(g.original.width) + " grid " + std::to_string(g.rows) + "x" +
+         std::to_string(g.cols);
 }
 
 // HF's unpad_image written out on a [C, h, w] tensor. `use_round`: int(round(x, 7)) (HF) or int(x)
@@ -48,9 +48,7 @@ std::string name_of(const AnyresGeometry& g) {
 // the nearest integer agrees with Python's correctly rounded round(x, 7).
 torch::Tensor hf_unpad(const torch::Tensor& t, int64_t h0, int64_t w0, bool use_round = true) {
   const int64_t h = t.size(1), w = t.size(2);
-  auto to_int = [&](double x) {
-    return use_round ? static_cast<int64_t>(std::round(x * 1e7) / 1e7) : static_cast<int64_t>(x);
-  };
+  auto to_int = [&](double x) { return use_round ? static_cast<int64_t>(std::round(x * 1e7) / 1e7) : static_cast<int64_t>(x); };
   if (static_cast<double>(w0) / h0 > static_cast<double>(w) / h) {
     const int64_t new_h = to_int(h0 * (static_cast<double>(w) / w0));
     const int64_t pad = (h - new_h) / 2;
@@ -78,8 +76,8 @@ bool same_box(const UnpadBox& a, const UnpadBox& b) {
 }
 
 std::string box_str(const UnpadBox& b) {
-  return "rows [" + std::to_string(b.top) + ", " + std::to_string(b.bottom) + ") cols [" + std::to_string(b.left) +
-         ", " + std::to_string(b.right) + ")";
+  return "rows [" + std::to_string(b.top) + ", " + std::to_string(b.bottom) + ") cols [" + std::to_string(b.left) + ", " +
+         std::to_string(b.right) + ")";
 }
 
 // HF's packing of per-crop features [(1 + R*C) * p*p, D]: base, then the tiles viewed as a grid,
@@ -117,13 +115,15 @@ ReducedTokens identity(int64_t n, int64_t d, torch::Dtype dtype, uint64_t seed) 
   return r;
 }
 
-void expect_packing_invalid(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
+void expect_packing_invalid(const std::function<void()>& f, const std::string& needle) {
+  test::expect_invalid_argument(f, needle);
+}
 
 // Sizes (HxW) where unpad is awkward: int() and round() disagree, odd remainders, extreme aspect.
 const std::vector<std::pair<int64_t, int64_t>> kAwkward = {
-    {55, 176}, {88, 99}, {205, 656}, {300, 400}, {480, 640}, {640, 480}, {899, 1024}, {427, 640},
-    {1080, 1920}, {300, 1200}, {1000, 333}, {333, 1000}, {336, 336}, {250, 200}, {20, 900}, {900, 20},
-    {8, 2000}, {1013, 337}, {7, 5}, {1, 1}, {673, 1345}, {97, 1001}, {1001, 97}};
+    {55, 176},    {88, 99},    {205, 656},  {300, 400},  {480, 640},  {640, 480}, {899, 1024}, {427, 640},
+    {1080, 1920}, {300, 1200}, {1000, 333}, {333, 1000}, {336, 336},  {250, 200}, {20, 900},   {900, 20},
+    {8, 2000},    {1013, 337}, {7, 5},      {1, 1},      {673, 1345}, {97, 1001}, {1001, 97}};
 
 TEST(AnyresPackingTest, UnpadBoxMatchesHfUnpadOnTensors) {
   for (const auto& [h, w] : kAwkward) {
@@ -168,8 +168,7 @@ TEST(AnyresPackingTest, UnpadBoxSweep) {
       ++checked;
     }
   }
-  std::cout << "[ unpad    ] " << checked << " sizes; int() would differ on " << disagree << ", odd remainder on "
-            << odd << "\n";
+  std::cout << "[ unpad    ] " << checked << " sizes; int() would differ on " << disagree << ", odd remainder on " << odd << "\n";
   EXPECT_GT(disagree, 0);
   EXPECT_GT(odd, 0);
 }
@@ -383,7 +382,9 @@ TEST(AnyresPackingTest, ReducedPackingKeepsBoxTokensAndNewlines) {
       const int64_t a = joint.assignment[per_crop + i];
       if (a < 0 || joint.kept[a] != corner) continue;  // became an anchor itself
       ++corner_members;
-      if (!corner_inside) { EXPECT_EQ(out.assignment[per_crop + i], -1) << "member " << i; }
+      if (!corner_inside) {
+        EXPECT_EQ(out.assignment[per_crop + i], -1) << "member " << i;
+      }
     }
     EXPECT_GT(corner_members, 5);
     clusters_dropped_total += static_cast<int64_t>(dropped_anchors.size());

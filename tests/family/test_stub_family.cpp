@@ -19,7 +19,9 @@ namespace {
 // LLaVA-1.5's behaviour under another name: one crop per image, the method on its 576 tokens.
 class StubFamily final : public LlavaFamilyBase {
  public:
-  explicit StubFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle) { require_layout({ImageLayout::kPad, ImageLayout::kCrop}); }
+  explicit StubFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle) {
+    require_layout({ImageLayout::kPad, ImageLayout::kCrop});
+  }
   std::string arch() const override { return "stub-llava"; }
   int64_t max_visual_tokens() const override { return tokens_per_crop(); }
 
@@ -36,11 +38,12 @@ class StubFamily final : public LlavaFamilyBase {
 int module_checks_run = 0;
 
 TEST(StubFamily, ANewFamilyServesItsBundleWithNoChangeOutsideItsFolder) {
-  register_model_family("stub-llava", [](const ModelBundle& b) { return std::make_unique<StubFamily>(b); },
-                        [](const ModelBundle& b) {
-                          ++module_checks_run;
-                          check_llava_modules(b);
-                        });
+  register_model_family(
+      "stub-llava", [](const ModelBundle& b) { return std::make_unique<StubFamily>(b); },
+      [](const ModelBundle& b) {
+        ++module_checks_run;
+        check_llava_modules(b);
+      });
   const std::string dir = test::scratch_dir("stub_family/bundle");
   std::filesystem::remove_all(dir);
   std::filesystem::copy(test::bundle_dir(), dir, std::filesystem::copy_options::recursive);

@@ -21,9 +21,12 @@ struct Entry {
 };
 
 const Entry kTargets[] = {
-    {"manifest", era::fuzz::manifest},         {"question_line", era::fuzz::question_line},
-    {"image_header", era::fuzz::image_header}, {"npy", era::fuzz::npy},
-    {"tokenizer_model", era::fuzz::tokenizer_model}, {"era_config", era::fuzz::era_config},
+    {"manifest", era::fuzz::manifest},
+    {"question_line", era::fuzz::question_line},
+    {"image_header", era::fuzz::image_header},
+    {"npy", era::fuzz::npy},
+    {"tokenizer_model", era::fuzz::tokenizer_model},
+    {"era_config", era::fuzz::era_config},
     {"tokenizer_json", era::fuzz::tokenizer_json},
 #ifdef ERA_FUZZ_SERVER
     {"openai_request", era::fuzz::openai_request},

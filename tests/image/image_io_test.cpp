@@ -133,7 +133,8 @@ TEST(ImageIoTest, GifIsDecodedExactlyLikePillow) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kImage);
     EXPECT_NE(std::string(e.what()).find("wide.gif: GIF frame (73x41 at 11,7) reaches past the logical screen"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -28,12 +28,11 @@ inline const nlohmann::json& image_manifest() {
   return manifest;
 }
 
-#define ERA_REQUIRE_IMAGE_FIXTURE()                                                                  \
-  do {                                                                                               \
-    if (::era::test::image_manifest().is_null())                                                     \
-      FAIL() << "missing " << ::era::test::images_dir()                                              \
-             << "/manifest.json; run: " ERA_SOURCE_DIR "/tests/python/make_image_refs.py --out "     \
-             << ::era::test::images_dir();                                                           \
+#define ERA_REQUIRE_IMAGE_FIXTURE()                                                                                            \
+  do {                                                                                                                         \
+    if (::era::test::image_manifest().is_null())                                                                               \
+      FAIL() << "missing " << ::era::test::images_dir()                                                                        \
+             << "/manifest.json; run: " ERA_SOURCE_DIR "/tests/python/make_image_refs.py --out " << ::era::test::images_dir(); \
   } while (0)
 
 // uint8 [H, W, C] tensor -> CV_8UC(C) Mat (deep copy).
@@ -49,8 +48,7 @@ inline cv::Mat mat_from_hwc(const torch::Tensor& t) {
 // CV_8UC(C) Mat -> uint8 [H, W, C] tensor (deep copy).
 inline torch::Tensor hwc_from_mat(const cv::Mat& m) {
   const cv::Mat c = m.isContinuous() ? m : m.clone();
-  return torch::from_blob(const_cast<uint8_t*>(c.ptr<uint8_t>()), {c.rows, c.cols, c.channels()}, torch::kUInt8)
-      .clone();
+  return torch::from_blob(const_cast<uint8_t*>(c.ptr<uint8_t>()), {c.rows, c.cols, c.channels()}, torch::kUInt8).clone();
 }
 
 // "" when identical (shape, dtype, bits); otherwise a description with the largest difference.
@@ -68,8 +66,8 @@ inline std::string describe_mismatch(const torch::Tensor& got, const torch::Tens
   const auto diff = (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs();
   const auto flat = diff.reshape({-1});
   const int64_t at = flat.argmax().item<int64_t>();
-  os << "max abs diff " << flat[at].item<double>() << " (" << (diff > 0).sum().item<int64_t>() << " of "
-     << diff.numel() << " elements differ; first max at flat index " << at << ")";
+  os << "max abs diff " << flat[at].item<double>() << " (" << (diff > 0).sum().item<int64_t>() << " of " << diff.numel()
+     << " elements differ; first max at flat index " << at << ")";
   return os.str();
 }
 

@@ -67,8 +67,8 @@ TEST(PilResizeTest, FiltersGiveDifferentPixels) {
   for (const PilFilter f : kPilFilters) outs.push_back(pil_resize(src, 211, 157, f));
   for (size_t a = 0; a < outs.size(); ++a)
     for (size_t b = a + 1; b < outs.size(); ++b)
-      EXPECT_GT(cv::norm(outs[a], outs[b], cv::NORM_INF), 0.0) << pil_filter_name(kPilFilters[a]) << " vs "
-                                                                << pil_filter_name(kPilFilters[b]);
+      EXPECT_GT(cv::norm(outs[a], outs[b], cv::NORM_INF), 0.0)
+          << pil_filter_name(kPilFilters[a]) << " vs " << pil_filter_name(kPilFilters[b]);
 }
 
 TEST(PilResizeTest, GenericChannelPathMatchesRgbPath) {
@@ -191,16 +191,13 @@ TEST(PilResizeTest, ResizeU8ArithmeticsAndFilters) {
   cv::randu(src, 0, 256);
   // kPillow through resize_u8 is the Pillow entry point, for every filter.
   for (const PilFilter f : kPilFilters)
-    EXPECT_EQ(cv::norm(resize_u8(src, 30, 80, f, ResampleArithmetic::kPillow), pil_resize(src, 30, 80, f),
-                       cv::NORM_INF),
-              0.0)
+    EXPECT_EQ(cv::norm(resize_u8(src, 30, 80, f, ResampleArithmetic::kPillow), pil_resize(src, 30, 80, f), cv::NORM_INF), 0.0)
         << pil_filter_name(f);
   // Torch's uint8 path has bilinear and bicubic only; the others are refused by name.
   for (const PilFilter f : {PilFilter::kBox, PilFilter::kHamming, PilFilter::kLanczos})
-    test::expect_invalid_argument([&] { resize_u8(src, 30, 80, f, ResampleArithmetic::kTorchUint8); },
-                                  pil_filter_name(f));
-  test::expect_invalid_argument(
-      [&] { resize_u8(src, 0, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8); }, "bad output size");
+    test::expect_invalid_argument([&] { resize_u8(src, 30, 80, f, ResampleArithmetic::kTorchUint8); }, pil_filter_name(f));
+  test::expect_invalid_argument([&] { resize_u8(src, 0, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8); },
+                                "bad output size");
   // Channels are independent in the torch arithmetic too (torch packs 1-4 channels the same way).
   const cv::Mat rgb = resize_u8(src, 30, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8);
   std::vector<cv::Mat> planes;
@@ -208,8 +205,7 @@ TEST(PilResizeTest, ResizeU8ArithmeticsAndFilters) {
   for (int ch = 0; ch < 3; ++ch) {
     cv::Mat want;
     cv::extractChannel(rgb, want, ch);
-    EXPECT_EQ(cv::norm(resize_u8(planes[ch], 30, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8), want,
-                       cv::NORM_INF),
+    EXPECT_EQ(cv::norm(resize_u8(planes[ch], 30, 80, PilFilter::kBicubic, ResampleArithmetic::kTorchUint8), want, cv::NORM_INF),
               0.0)
         << "channel " << ch;
   }
@@ -227,8 +223,7 @@ TEST(PilResizeTest, SpeedReport640x480To336) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) pil_resize_bicubic(src, 336, 336);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
-  std::cout << "[ resize   ] 640x480 -> 336x336 RGB: " << ms << " ms per call (cv threads "
-            << cv::getNumThreads() << ")\n";
+  std::cout << "[ resize   ] 640x480 -> 336x336 RGB: " << ms << " ms per call (cv threads " << cv::getNumThreads() << ")\n";
   EXPECT_LT(ms, 1000.0);
 }
 

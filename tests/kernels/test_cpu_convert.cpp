@@ -24,8 +24,14 @@ torch::Tensor all_finite_and_infinite_bf16() {
 // float32 values exactly halfway between two bf16 values (half of them next to an odd one, half
 // next to an even one: rounding to nearest even picks differently), their neighbours, specials.
 torch::Tensor ties_and_specials() {
-  std::vector<float> v = {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), -1e-40f, 3.0e38f};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::max(),
+                          -1e-40f,
+                          3.0e38f};
   for (uint32_t high = 0x3F80; high < 0x3F80 + 64; ++high) {
     const uint32_t tie = (high << 16) | 0x8000u;
     for (const uint32_t u : {tie, tie + 1, tie - 1}) {
@@ -75,7 +81,7 @@ TEST(CpuConvert, RoundingIsLibTorchsNearestEvenTiesAndSpecialsIncluded) {
 TEST(CpuConvert, TransposedWideningPutsEachValueInItsColumn) {
   torch::manual_seed(2);
   const torch::Tensor src = torch::randn({19, 4, 7}).to(torch::kBFloat16).select(1, 3);  // [19, 7], rows 28 apart
-  torch::Tensor dst = torch::full({7, 24}, -1.0f);                                      // rows 24 apart, 5 spare columns
+  torch::Tensor dst = torch::full({7, 24}, -1.0f);                                       // rows 24 apart, 5 spare columns
   widen_bf16_rows_transposed(src.data_ptr<c10::BFloat16>(), src.stride(0), dst.data_ptr<float>(), 24, 19, 7);
   EXPECT_TRUE(torch::equal(dst.narrow(1, 0, 19), src.to(torch::kFloat).t()));
   EXPECT_TRUE(dst.narrow(1, 19, 5).eq(-1).all().item<bool>()) << "nothing written past the rows";

@@ -8,10 +8,10 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/script.h>
 
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/linear_test_util.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "test_support.h"
 #include "util/kernel_threads.h"
 
@@ -42,33 +42,34 @@ TEST(CpuGemv, Bfloat16TakesTheBestLoopTheCpuHas) {
 TEST(CpuGemv, EqualsLinearForBfloat16AndFloat16Weights) {
   torch::manual_seed(0);
   for (const GemvLoop loop : {GemvLoop::kAvx512Bf16, GemvLoop::kAvx512, GemvLoop::kAvx2}) {
-  if (loop > gemv_best_loop()) continue;
-  limit_gemv_loop(loop);
-  ASSERT_EQ(gemv_bf16_loop(), loop);
-  for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
-    for (const int64_t rows : {1, 2, 3, 4}) {
-      // K: whole vectors, a tail of 3, fewer than one vector, and a block of 4 rows too large to
-      // prefetch into L1 (over 16 KB: prefetched to L2), and tails past the bf16 dot loop's
-      // 64- and 32-element steps; N: one block, blocks plus a tail, enough rows for both threads
-      // (chunk edges off the 4-row blocks)
-      for (const auto& [K, N] :
-           std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}, {127, 6}, {31, 5}}) {
-        for (const bool with_bias : {false, true}) {
-          const torch::Tensor x = torch::randn({rows, K}).to(dtype), w = torch::randn({N, K}).to(dtype);
-          c10::optional<torch::Tensor> b;
-          if (with_bias) b = torch::randn({N}).to(dtype);
-          const torch::Tensor got = gemv_linear(x, w, b);
-          const torch::Tensor want = torch::linear(x.to(torch::kFloat), w.to(torch::kFloat), b ? b->to(torch::kFloat) : torch::Tensor());
-          const std::string what = std::string(c10::toString(dtype)) + " rows " + std::to_string(rows) + " K " + std::to_string(K) +
-                                   " N " + std::to_string(N) + (with_bias ? " bias" : "") + " loop " +
-                                   std::to_string(static_cast<int>(loop));
-          ASSERT_EQ(got.sizes(), want.sizes()) << what;
-          EXPECT_EQ(got.scalar_type(), dtype) << what;
-          expect_close_to_float32(got, want, what);
+    if (loop > gemv_best_loop()) continue;
+    limit_gemv_loop(loop);
+    ASSERT_EQ(gemv_bf16_loop(), loop);
+    for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
+      for (const int64_t rows : {1, 2, 3, 4}) {
+        // K: whole vectors, a tail of 3, fewer than one vector, and a block of 4 rows too large to
+        // prefetch into L1 (over 16 KB: prefetched to L2), and tails past the bf16 dot loop's
+        // 64- and 32-element steps; N: one block, blocks plus a tail, enough rows for both threads
+        // (chunk edges off the 4-row blocks)
+        for (const auto& [K, N] :
+             std::vector<std::pair<int64_t, int64_t>>{{64, 4}, {67, 7}, {5, 3}, {96, 1001}, {4100, 9}, {127, 6}, {31, 5}}) {
+          for (const bool with_bias : {false, true}) {
+            const torch::Tensor x = torch::randn({rows, K}).to(dtype), w = torch::randn({N, K}).to(dtype);
+            c10::optional<torch::Tensor> b;
+            if (with_bias) b = torch::randn({N}).to(dtype);
+            const torch::Tensor got = gemv_linear(x, w, b);
+            const torch::Tensor want =
+                torch::linear(x.to(torch::kFloat), w.to(torch::kFloat), b ? b->to(torch::kFloat) : torch::Tensor());
+            const std::string what = std::string(c10::toString(dtype)) + " rows " + std::to_string(rows) + " K " +
+                                     std::to_string(K) + " N " + std::to_string(N) + (with_bias ? " bias" : "") + " loop " +
+                                     std::to_string(static_cast<int>(loop));
+            ASSERT_EQ(got.sizes(), want.sizes()) << what;
+            EXPECT_EQ(got.scalar_type(), dtype) << what;
+            expect_close_to_float32(got, want, what);
+          }
         }
       }
     }
-  }
   }
   limit_gemv_loop(GemvLoop::kAvx512Bf16);
 }

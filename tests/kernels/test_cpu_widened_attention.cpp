@@ -14,10 +14,10 @@
 #include <tuple>
 #include <vector>
 
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/cpu_widened_attention.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "test_support.h"
 #include "util/kernel_threads.h"
 
@@ -102,7 +102,8 @@ TEST_P(CpuWidenedAttentionPaths, DecodeStepReadsCacheSlicesInPlace) {
   for (const int64_t tk : {1, 2, 37, 64}) {
     const torch::Tensor k = k_cache.narrow(2, 0, tk), v = v_cache.narrow(2, 0, tk);
     const torch::Tensor got = widened_attention(q, k, v, 0.158, tk - 1, false);
-    expect_attention_close(got, widened_attention_reference(q, k, v, 0.158, tk - 1, false), "cache slice of " + std::to_string(tk));
+    expect_attention_close(got, widened_attention_reference(q, k, v, 0.158, tk - 1, false),
+                           "cache slice of " + std::to_string(tk));
   }
   // one key: the output is that key's value
   const torch::Tensor one = widened_attention(q, k_cache.narrow(2, 0, 1), v_cache.narrow(2, 0, 1), 0.158, 0, false);
@@ -118,7 +119,8 @@ TEST_P(CpuWidenedAttentionPaths, QueryBlocksAreStitchedInOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsaAndThreads, CpuWidenedAttentionPaths,
-                         ::testing::Combine(::testing::Values(AttentionIsa::kAvx512Bf16, AttentionIsa::kAvx512, AttentionIsa::kAvx2, AttentionIsa::kScalar),
+                         ::testing::Combine(::testing::Values(AttentionIsa::kAvx512Bf16, AttentionIsa::kAvx512,
+                                                              AttentionIsa::kAvx2, AttentionIsa::kScalar),
                                             ::testing::Values(1, 2)));
 
 // The causal rule is the cores' (key j hidden from query t where j > offset + t): a value stored
@@ -194,12 +196,14 @@ TEST(CpuWidenedAttention, ExportedMathCoresWidenThroughTheOperator) {
       const std::string type = named.value.type()->name()->name();
       if (type != "VisionMathCore" && type != "MathAttention") continue;
       ++math_cores;
-      EXPECT_NE(named.value.get_method("forward").graph()->toString().find("era::widened_attention"), std::string::npos) << named.name;
+      EXPECT_NE(named.value.get_method("forward").graph()->toString().find("era::widened_attention"), std::string::npos)
+          << named.name;
     }
   }
   if (math_cores == 0) GTEST_SKIP() << "the test bundle was exported with fused attention cores (sdpa)";
   // the tower's first layer, widened, equals the operator on its own q / k / v
-  torch::jit::Module attn = b.vision.attr("encoder").toModule().attr("layers").toModule().attr("0").toModule().attr("self_attn").toModule();
+  torch::jit::Module attn =
+      b.vision.attr("encoder").toModule().attr("layers").toModule().attr("0").toModule().attr("self_attn").toModule();
   torch::jit::Module core = attn.attr("core").toModule();
   torch::manual_seed(6);
   const int64_t heads_n = attn.attr("num_heads").toInt(), d = attn.attr("head_dim").toInt();

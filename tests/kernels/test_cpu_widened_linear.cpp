@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/cpu_widened_linear.h"
 #include "kernels/linear_test_util.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "test_support.h"
 
 namespace era {
@@ -69,7 +69,8 @@ TEST(CpuWidenedLinear, KeepsLeadingDimensionsAndEmptyShapes) {
   expect_widened_close(got, float32_linear(x, w, c10::nullopt), "[2, 3, 32]");
   EXPECT_EQ(widened_linear(torch::randn({0, 32}).to(torch::kBFloat16), w, c10::nullopt).sizes(), (std::vector<int64_t>{0, 10}));
   const torch::Tensor b = torch::randn({10}).to(torch::kBFloat16);
-  const torch::Tensor no_k = widened_linear(torch::randn({4, 0}).to(torch::kBFloat16), torch::randn({10, 0}).to(torch::kBFloat16), b);
+  const torch::Tensor no_k =
+      widened_linear(torch::randn({4, 0}).to(torch::kBFloat16), torch::randn({10, 0}).to(torch::kBFloat16), b);
   EXPECT_TRUE(torch::equal(no_k, b.expand({4, 10}))) << "K = 0: the bias alone";
   EXPECT_THROW(widened_linear(torch::randn({4, 31}), w, c10::nullopt), c10::Error);
   EXPECT_THROW(widened_linear(torch::randn({4, 32}), w, torch::randn({9})), c10::Error);
@@ -79,11 +80,14 @@ TEST(CpuWidenedLinear, KeepsLeadingDimensionsAndEmptyShapes) {
 // one that needs more grows it, and the weight dtype may change from call to call.
 TEST(CpuWidenedLinear, TheKeptBufferServesCallsOfOtherShapesAndDtypes) {
   torch::manual_seed(2);
-  const std::vector<std::pair<int64_t, torch::ScalarType>> calls = {
-      {40, torch::kBFloat16}, {3 * rows_per_slice(256), torch::kHalf}, {7, torch::kBFloat16}, {2 * rows_per_slice(256) + 5, torch::kChar}};
+  const std::vector<std::pair<int64_t, torch::ScalarType>> calls = {{40, torch::kBFloat16},
+                                                                    {3 * rows_per_slice(256), torch::kHalf},
+                                                                    {7, torch::kBFloat16},
+                                                                    {2 * rows_per_slice(256) + 5, torch::kChar}};
   for (const auto& [N, dtype] : calls) {
     const torch::Tensor x = torch::randn({5, 256});
-    const torch::Tensor w = dtype == torch::kChar ? torch::randint(-127, 128, {N, 256}).to(torch::kChar) : torch::randn({N, 256}).to(dtype);
+    const torch::Tensor w =
+        dtype == torch::kChar ? torch::randint(-127, 128, {N, 256}).to(torch::kChar) : torch::randn({N, 256}).to(dtype);
     expect_widened_close(sliced_products(x, w), torch::matmul(x, w.to(torch::kFloat).t()), "N " + std::to_string(N));
   }
 }
@@ -105,7 +109,8 @@ TEST(CpuWidenedLinear, ThreadsCallingAtOnceEachGetTheirOwnProduct) {
     });
   }
   for (std::thread& th : threads) th.join();
-  for (int t = 0; t < 4; ++t) expect_widened_close(got[t], float32_linear(xs[t], ws[t], c10::nullopt), "thread " + std::to_string(t));
+  for (int t = 0; t < 4; ++t)
+    expect_widened_close(got[t], float32_linear(xs[t], ws[t], c10::nullopt), "thread " + std::to_string(t));
 }
 
 TEST(CpuWidenedLinear, TheOperatorIsRegisteredAndRunsThePath) {
@@ -124,7 +129,8 @@ TEST(CpuWidenedLinear, TheOperatorIsRegisteredAndRunsThePath) {
 TEST(CpuWidenedLinear, ExportedLinearWidensThroughTheOperator) {
   ModelBundle b = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   apply_cpu_matmul(b, CpuMatmul::kFloat32);
-  torch::jit::Module up = b.decoder.attr("layers").toModule().attr("0").toModule().attr("mlp").toModule().attr("up_proj").toModule();
+  torch::jit::Module up =
+      b.decoder.attr("layers").toModule().attr("0").toModule().attr("mlp").toModule().attr("up_proj").toModule();
   ASSERT_GT(up.attr("cpu_upcast_min_rows").toInt(), 0);
   // at least the widening threshold, and past the decode kernel's few rows (era::gemv takes those
   // first; on 1.13 the threshold is 1 row)

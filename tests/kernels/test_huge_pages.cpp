@@ -40,7 +40,8 @@ TEST(HugePages, AvailabilityIsTheKernelsThpSetting) {
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string setting;
   std::getline(f, setting);
-  EXPECT_EQ(huge_pages_available(), setting.find("[always]") != std::string::npos || setting.find("[madvise]") != std::string::npos)
+  EXPECT_EQ(huge_pages_available(),
+            setting.find("[always]") != std::string::npos || setting.find("[madvise]") != std::string::npos)
       << setting;
 }
 

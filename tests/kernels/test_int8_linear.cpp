@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/int8_linear.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "model/int8_test_util.h"
 #include "test_support.h"
 
@@ -117,7 +117,8 @@ TEST(Int8Linear, MultipliesInFloat32FromUpcastMinRows) {
   const torch::Tensor want = reference(x, w).to(torch::kFloat).to(torch::kBFloat16);
   const torch::Tensor widened = int8_linear(x, w.q, w.scales, c10::nullopt, 0, 8);
   // float32 sums rounded once: at most one bf16 step from the float64 product rounded once
-  const double step = (widened.to(torch::kDouble) - want.to(torch::kDouble)).abs().div(want.to(torch::kDouble).abs() + 1e-3).max().item<double>();
+  const double step =
+      (widened.to(torch::kDouble) - want.to(torch::kDouble)).abs().div(want.to(torch::kDouble).abs() + 1e-3).max().item<double>();
   EXPECT_LE(step, 1.0 / 128);
   expect_close(widened, x, w, "float32 GEMM");
   expect_close(int8_linear(x, w.q, w.scales, c10::nullopt, 0, 9), x, w, "bf16 GEMM (8 rows < upcast_min_rows 9)");
@@ -175,8 +176,9 @@ TEST(Int8Linear, RefusesMismatchedArgumentsNamingThem) {
 TEST(Int8Linear, TheOperatorIsRegisteredWithTheBundleSchema) {
   register_era_operators();
   const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("era::int8_linear", "");
-  EXPECT_EQ(c10::toString(op.schema()),
-            "era::int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, int gemv_max_rows, int upcast_min_rows) -> Tensor");
+  EXPECT_EQ(
+      c10::toString(op.schema()),
+      "era::int8_linear(Tensor x, Tensor weight, Tensor scales, Tensor? bias, int gemv_max_rows, int upcast_min_rows) -> Tensor");
   const auto call = op.typed<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                            const c10::optional<torch::Tensor>&, int64_t, int64_t)>();
   torch::manual_seed(4);
@@ -207,7 +209,9 @@ TEST(Int8Linear, TheRuntimeSwitchesTheKernelOnEveryWeightOnlyLinear) {
     const int64_t expected = mode == CpuMatmul::kAuto && gemv_kernel_available() ? kGemvMaxRows : 0;
     EXPECT_EQ(int8_gemv_max_rows(b, mode), expected) << cpu_matmul_name(mode);
     for (const torch::jit::Module m : b.decoder.modules()) {
-      if (m.hasattr("scales")) { EXPECT_EQ(m.attr("gemv_max_rows").toInt(), expected) << cpu_matmul_name(mode); }
+      if (m.hasattr("scales")) {
+        EXPECT_EQ(m.attr("gemv_max_rows").toInt(), expected) << cpu_matmul_name(mode);
+      }
     }
     outputs.push_back(lm_head.forward({x}).toTensor());
   }
@@ -238,7 +242,8 @@ TEST(Int8Linear, ABundleLoadedInAnotherDtypeKeepsItsInt8Weights) {
   EXPECT_GT(floating, 0);  // the norms and the embedding table
   apply_cpu_matmul(b, CpuMatmul::kAuto);
   torch::jit::Module lm_head = b.decoder.attr("lm_head").toModule();
-  const torch::Tensor y = lm_head.forward({torch::randn({1, 1, lm_head.attr("weight").toTensor().size(1)}).to(torch::kBFloat16)}).toTensor();
+  const torch::Tensor y =
+      lm_head.forward({torch::randn({1, 1, lm_head.attr("weight").toTensor().size(1)}).to(torch::kBFloat16)}).toTensor();
   EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
 }
 

@@ -11,9 +11,9 @@
 
 #include "bundle_session.h"
 #include "era/era.h"
+#include "kernels/onednn_linear.h"
 #include "model/bundle.h"
 #include "model/cpu_matmul.h"
-#include "kernels/onednn_linear.h"
 #include "pipeline/session_internals.h"
 #include "test_support.h"
 #include "util/compat.h"
@@ -22,10 +22,10 @@ namespace era {
 namespace {
 
 struct Packing {
-  int linears = 0, routed = 0;     // exported Linears (modules with `onednn_packed`); those routed to era::onednn_linear
-  int packed = 0;                  // routed Linears holding a packed weight
-  int attentions = 0, fused = 0;   // attention modules with `qkv_fused`; those fused
-  int emptied = 0;                 // Linears whose weight was emptied (a fused k_proj / v_proj)
+  int linears = 0, routed = 0;    // exported Linears (modules with `onednn_packed`); those routed to era::onednn_linear
+  int packed = 0;                 // routed Linears holding a packed weight
+  int attentions = 0, fused = 0;  // attention modules with `qkv_fused`; those fused
+  int emptied = 0;                // Linears whose weight was emptied (a fused k_proj / v_proj)
 };
 
 Packing packing_of(const torch::jit::Module& top) {
@@ -49,9 +49,7 @@ Packing packing_of(const torch::jit::Module& top) {
 
 }  // namespace
 
-TEST(OnednnLinear, OperatorsExistExactlyOnLibTorch2) {
-  EXPECT_EQ(onednn_packing_available(), compat::kHasOnednnPackedLinear);
-}
+TEST(OnednnLinear, OperatorsExistExactlyOnLibTorch2) { EXPECT_EQ(onednn_packing_available(), compat::kHasOnednnPackedLinear); }
 
 TEST(OnednnLinear, PlainWeightIsLibTorchsLinear) {
   torch::manual_seed(1);
@@ -64,9 +62,7 @@ TEST(OnednnLinear, PlainWeightIsLibTorchsLinear) {
 // Where oneDNN multiplies bf16 at all (the operators, and AVX512-BF16 or AMX-BF16 instructions):
 // the packed product's numerics are tested there, whether or not the runtime's policy packs
 // (cpu_packs_bf16_for_onednn: AMX only).
-bool onednn_bf16_runs_here() {
-  return onednn_packing_available() && (cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16"));
-}
+bool onednn_bf16_runs_here() { return onednn_packing_available() && (cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16")); }
 
 // `got` = x times w (+ b) in bf16: float32 sums rounded once to bf16, so within a unit in the
 // last place of bf16 (2^-8 relative) plus the float32 summation error of the float64 product;
@@ -110,12 +106,12 @@ struct Threads {
 };
 
 TEST(OnednnLinear, RowBlocksKeepAtLeast64RowsEach) {
-  EXPECT_EQ(linear_row_blocks(577, 2), 2);     // the tower, two threads
+  EXPECT_EQ(linear_row_blocks(577, 2), 2);  // the tower, two threads
   EXPECT_EQ(linear_row_blocks(577, 1), 1);
-  EXPECT_EQ(linear_row_blocks(577, 16), 9);    // 64 rows a block at least
+  EXPECT_EQ(linear_row_blocks(577, 16), 9);  // 64 rows a block at least
   EXPECT_EQ(linear_row_blocks(5 * 577, 16), 16);
   EXPECT_EQ(linear_row_blocks(128, 2), 2);
-  EXPECT_EQ(linear_row_blocks(127, 2), 1);     // one block of 127: no split
+  EXPECT_EQ(linear_row_blocks(127, 2), 1);  // one block of 127: no split
   EXPECT_EQ(linear_row_blocks(1, 2), 1);
 }
 
@@ -162,8 +158,8 @@ TEST(OnednnLinear, PlainBf16WeightInRowBlocksIsTheLinearWithinBf16Rounding) {
 
 TEST(OnednnLinear, RefusesWhatItCannotPack) {
   if (!onednn_packing_available()) GTEST_SKIP() << "no oneDNN operators in this LibTorch";
-  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8})), c10::Error);                               // float32
-  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8, 2}).to(torch::kBFloat16)), c10::Error);       // not 2-D
+  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8})), c10::Error);                          // float32
+  EXPECT_THROW(pack_for_onednn(torch::randn({4, 8, 2}).to(torch::kBFloat16)), c10::Error);  // not 2-D
   const auto packed = pack_for_onednn(torch::randn({4, 8}).to(torch::kBFloat16));
   EXPECT_THROW(onednn_linear(torch::randn({3, 9}).to(torch::kBFloat16), packed, c10::nullopt), c10::Error);  // K
 }
@@ -172,9 +168,10 @@ TEST(OnednnLinear, PolicyPacksBf16AutoSessionsOnCpusWithBf16Arithmetic) {
   ModelBundle bf16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
   ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
   EXPECT_FALSE(cpu_packs_bf16_for_onednn() && cpu_splits_bf16_linears_by_rows());  // one route or the other
-  EXPECT_EQ(cpu_splits_bf16_linears_by_rows(), cpu_has_native_arithmetic(torch::kBFloat16) && !onednn_packing_available() &&
-                                                   at::hasMKLDNN());
-  EXPECT_EQ(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kAuto), cpu_packs_bf16_for_onednn() || cpu_splits_bf16_linears_by_rows());
+  EXPECT_EQ(cpu_splits_bf16_linears_by_rows(),
+            cpu_has_native_arithmetic(torch::kBFloat16) && !onednn_packing_available() && at::hasMKLDNN());
+  EXPECT_EQ(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kAuto),
+            cpu_packs_bf16_for_onednn() || cpu_splits_bf16_linears_by_rows());
   EXPECT_FALSE(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kNative));   // LibTorch's kernels as they are
   EXPECT_FALSE(cpu_routes_linears_to_onednn(bf16, CpuMatmul::kFloat32));  // widened: float32 BLAS
   EXPECT_FALSE(cpu_routes_linears_to_onednn(f32, CpuMatmul::kAuto));

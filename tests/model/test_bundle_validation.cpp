@@ -62,20 +62,27 @@ const std::vector<ManifestCase>& manifest_cases() {
       {"float_overflow", [](json& m) { m["vision"]["hidden_size"] = 1e30; }, {"vision.hidden_size = 1e+30"}},
       {"bool_for_int", [](json& m) { m["text"]["num_heads"] = true; }, {"text.num_heads = true"}},
       {"string_for_int", [](json& m) { m["text"]["vocab_size"] = "1024"; }, {"text.vocab_size = \"1024\""}},
-      {"unsigned_beyond_int64", [](json& m) { m["text"]["vocab_size"] = uint64_t{18446744073709551615ull}; },
+      {"unsigned_beyond_int64",
+       [](json& m) { m["text"]["vocab_size"] = uint64_t{18446744073709551615ull}; },
        {"text.vocab_size = 18446744073709551615"}},
-      {"negative_context", [](json& m) { m["text"]["max_position_embeddings"] = -10; },
+      {"negative_context",
+       [](json& m) { m["text"]["max_position_embeddings"] = -10; },
        {"text.max_position_embeddings = -10", "from 2 to"}},
-      {"absurd_cache_head_dim", [](json& m) { m["text"]["cache_head_dim"] = int64_t{1} << 40; },
+      {"absurd_cache_head_dim",
+       [](json& m) { m["text"]["cache_head_dim"] = int64_t{1} << 40; },
        {"text.cache_head_dim = 1099511627776", "from 33 to 96"}},
-      {"cache_head_dim_not_multiple_of_8", [](json& m) { m["text"]["cache_head_dim"] = 36; },
+      {"cache_head_dim_not_multiple_of_8",
+       [](json& m) { m["text"]["cache_head_dim"] = 36; },
        {"text.cache_head_dim = 36", "multiple of 8"}},
-      {"heads_times_head_dim", [](json& m) { m["text"]["head_dim"] = 16; },
+      {"heads_times_head_dim",
+       [](json& m) { m["text"]["head_dim"] = 16; },
        {"text.head_dim = 16", "num_heads x text.head_dim must equal text.hidden_size 128"}},
       {"kv_heads_do_not_divide", [](json& m) { m["text"]["num_kv_heads"] = 3; }, {"text.num_kv_heads = 3", "divide"}},
       {"kv_heads_above_heads", [](json& m) { m["text"]["num_kv_heads"] = 8; }, {"text.num_kv_heads = 8", "from 1 to 4"}},
       {"vision_heads_do_not_divide", [](json& m) { m["vision"]["num_heads"] = 5; }, {"vision.num_heads = 5", "divide"}},
-      {"feature_layer_outside", [](json& m) { m["vision"]["feature_layer"] = -9; }, {"vision.feature_layer = -9", "from -5 to 4"}},
+      {"feature_layer_outside",
+       [](json& m) { m["vision"]["feature_layer"] = -9; },
+       {"vision.feature_layer = -9", "from -5 to 4"}},
       {"layers_run_beyond", [](json& m) { m["vision"]["layers_run"] = 7; }, {"vision.layers_run = 7", "from 1 to 4"}},
       {"bos_outside_vocabulary", [](json& m) { m["tokens"]["bos_id"] = 5000; }, {"tokens.bos_id = 5000", "from -1 to 1023"}},
       {"has_cls_not_boolean", [](json& m) { m["vision"]["has_cls"] = "no"; }, {"vision.has_cls must be true or false"}},
@@ -83,24 +90,40 @@ const std::vector<ManifestCase>& manifest_cases() {
       {"clip_patch_does_not_divide", [](json& m) { m["vision"]["patch_size"] = 13; }, {"vision.patch_size = 13", "divide"}},
       {"eos_negative", [](json& m) { m["tokens"]["eos_id"] = -1; }, {"tokens.eos_id = -1"}},
       {"pad_outside", [](json& m) { m["tokens"]["pad_id"] = 1024; }, {"tokens.pad_id = 1024", "from -1 to 1023"}},
-      {"stop_id_outside", [](json& m) { m["tokens"]["stop_ids"] = {2, 99999}; }, {"tokens.stop_ids[1] = 99999"}},
-      {"tokenizer_vocab_beyond_vocab", [](json& m) { m["tokens"]["tokenizer_vocab_size"] = 2048; },
+      {"stop_id_outside",
+       [](json& m) {
+         m["tokens"]["stop_ids"] = {2, 99999};
+       },
+       {"tokens.stop_ids[1] = 99999"}},
+      {"tokenizer_vocab_beyond_vocab",
+       [](json& m) { m["tokens"]["tokenizer_vocab_size"] = 2048; },
        {"tokens.tokenizer_vocab_size = 2048"}},
       {"std_zero", [](json& m) { m["image"]["std"][1] = 0.0; }, {"image.std[1] = 0.0", "at least 1e-6"}},
       {"std_as_string", [](json& m) { m["image"]["std"][0] = "NaN"; }, {"image.std[0] = \"NaN\"", "number"}},
-      {"mean_not_three", [](json& m) { m["image"]["mean"] = {0.5, 0.5}; }, {"image.mean = [0.5,0.5]", "3 numbers"}},
+      {"mean_not_three",
+       [](json& m) {
+         m["image"]["mean"] = {0.5, 0.5};
+       },
+       {"image.mean = [0.5,0.5]", "3 numbers"}},
       {"pad_color_wraps", [](json& m) { m["image"]["pad_color"][0] = 300; }, {"image.pad_color[0] = 300", "from 0 to 255"}},
-      {"image_size_absurd", [](json& m) { m["vision"]["image_size"] = 1 << 20; }, {"vision.image_size = 1048576", "from 1 to 4096"}},
+      {"image_size_absurd",
+       [](json& m) { m["vision"]["image_size"] = 1 << 20; },
+       {"vision.image_size = 1048576", "from 1 to 4096"}},
       {"empty_decoder_file", [](json& m) { m["files"]["decoder"] = ""; }, {"files.decoder = \"\"", "must name a file"}},
-      {"decoder_file_outside", [](json& m) { m["files"]["decoder"] = "../bundle-llava-1.5/decoder.pt"; },
+      {"decoder_file_outside",
+       [](json& m) { m["files"]["decoder"] = "../bundle-llava-1.5/decoder.pt"; },
        {"files.decoder = \"../bundle-llava-1.5/decoder.pt\"", "must not leave the bundle folder"}},
-      {"decoder_file_absolute", [](json& m) { m["files"]["decoder"] = "/etc/passwd"; },
+      {"decoder_file_absolute",
+       [](json& m) { m["files"]["decoder"] = "/etc/passwd"; },
        {"files.decoder = \"/etc/passwd\"", "relative"}},
-      {"decoder_file_is_a_folder", [](json& m) { m["files"]["decoder"] = "."; }, {"files.decoder = \".\"", "is a directory, not a file"}},
+      {"decoder_file_is_a_folder",
+       [](json& m) { m["files"]["decoder"] = "."; },
+       {"files.decoder = \".\"", "is a directory, not a file"}},
       {"missing_module", [](json& m) { m["files"]["vision"] = "nope.pt"; }, {"files.vision = \"nope.pt\"", "nope.pt"}},
       {"format_version", [](json& m) { m["format_version"] = 2; }, {"format_version = 2", "from 1 to 1"}},
       {"not_an_object", [](json& m) { m["vision"] = 5; }, {"missing field 'vision.image_size'"}},
-      {"int8_scope_unknown", [](json& m) { m["quantization"]["int8"] = "projector"; },
+      {"int8_scope_unknown",
+       [](json& m) { m["quantization"]["int8"] = "projector"; },
        {"quantization.int8 = \"projector\"", "\"decoder\" or \"all\""}},
       {"int8_scheme_unknown",
        [](json& m) {
@@ -126,7 +149,9 @@ TEST_P(BadManifest, IsRefusedWhenTheBundleLoadsNamingFieldAndValue) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BadManifest, ::testing::Range<size_t>(0, manifest_cases().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return std::string(manifest_cases()[info.param].name); });
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return std::string(manifest_cases()[info.param].name);
+                         });
 
 // The untouched copy loads: the cases above fail for their edit, not for being copies.
 TEST(BundleValidation, TheUneditedCopyLoads) {
@@ -198,7 +223,10 @@ TEST(BundleValidation, ValuesBakedIntoTheModulesMustMatchTheManifest) {
          m["text"]["mrope_section"] = {1, 1, 2};
        },
        "manifest.json: text.num_heads = 8 but decoder.pt's layers.0.self_attn.num_heads is 4"},
-      {"qwen_mrope", qwen, [](json& m) { m["text"]["mrope_section"] = {2, 2, 4}; },
+      {"qwen_mrope", qwen,
+       [](json& m) {
+         m["text"]["mrope_section"] = {2, 2, 4};
+       },
        "manifest.json: text.mrope_section = [2, 2, 4] but decoder.pt's mrope_section is [2, 3, 3]"},
       {"rope_theta", test::bundle_dir, [](json& m) { m["text"]["rope_theta"] = 500000.0; },
        "manifest.json: text.rope_theta = 500000 but decoder.pt's rope_theta is 10000"},
@@ -213,7 +241,10 @@ TEST(BundleValidation, ValuesBakedIntoTheModulesMustMatchTheManifest) {
        "manifest.json: vision.num_heads = 4 but vision.pt's num_heads is 2"},
       {"qwen_window", qwen, [](json& m) { m["vision"]["window_size"] = 224; },
        "manifest.json: vision.window_size 224 / spatial_merge_size / patch_size = 8 but vision.pt's window_units is 4"},
-      {"qwen_full_attention", qwen, [](json& m) { m["vision"]["fullatt_block_indexes"] = {0, 2}; },
+      {"qwen_full_attention", qwen,
+       [](json& m) {
+         m["vision"]["fullatt_block_indexes"] = {0, 2};
+       },
        "manifest.json: vision.fullatt_block_indexes = [0, 2] but vision.pt's full_attention (true at) is [1, 3]"},
       {"feature_layers", test::bundle_dir,
        [](json& m) {

@@ -12,10 +12,10 @@
 
 #include "bundle_session.h"
 #include "era/era.h"
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/cpu_widened_attention.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "pipeline/session_internals.h"
 #include "test_support.h"
 #include "util/compat.h"
@@ -73,8 +73,7 @@ TEST(CpuMatmul, Bfloat16IsNativeWithAmxOrOnAmdWithAvx512Bf16) {
       amd = line.find("AuthenticAMD") != std::string::npos;
       break;
     }
-  EXPECT_EQ(cpu_has_native_arithmetic(torch::kBFloat16),
-            cpu_has_flag("amx_bf16") || (amd && cpu_has_flag("avx512_bf16")));
+  EXPECT_EQ(cpu_has_native_arithmetic(torch::kBFloat16), cpu_has_flag("amx_bf16") || (amd && cpu_has_flag("avx512_bf16")));
 }
 
 TEST(CpuMatmul, Float32ModelsAndNativeModeAreNeverWidened) {
@@ -92,8 +91,7 @@ TEST(CpuMatmul, Float32ModelsAndNativeModeAreNeverWidened) {
 // fp16 is widened unless the CPU has AMX-FP16 (AVX512-FP16 alone: LibTorch's fp16 GEMM at half
 // its float32 rate; LibTorch 1.13: no CPU fp16 matmul at all), and the fp16 model then runs.
 TEST(CpuMatmul, Float16IsWidenedWithoutAmxFp16) {
-  EXPECT_EQ(cpu_has_native_arithmetic(torch::kHalf),
-            cpu_has_flag("amx_fp16") && compat::kVectorisedReducedPrecisionMatmul);
+  EXPECT_EQ(cpu_has_native_arithmetic(torch::kHalf), cpu_has_flag("amx_fp16") && compat::kVectorisedReducedPrecisionMatmul);
   if (!compat::kVectorisedReducedPrecisionMatmul) GTEST_SKIP() << "LibTorch 1.13 refuses fp16 on the CPU at load";
   ModelBundle fp16 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kHalf);
   if (cpu_has_native_arithmetic(torch::kHalf)) GTEST_SKIP() << "this CPU has AMX-FP16";
@@ -180,7 +178,7 @@ TEST(CpuMatmul, ReachesEveryExportedLinearAndAttentionCore) {
   EXPECT_GE(attribute_values(b.vision).size(), 7u);
   EXPECT_EQ(attribute_values(b.vision).size() % 7, 0u);
   for (int64_t v : exported) EXPECT_EQ(v, 0);  // exported off
-  size_t vision_cores = 0;  // the attention cores under CLIPAttention (per_head_kernel)
+  size_t vision_cores = 0;                     // the attention cores under CLIPAttention (per_head_kernel)
   for (torch::jit::Module m : b.vision.modules()) vision_cores += m.hasattr("per_head_kernel");
   EXPECT_GT(vision_cores, 0u);
   EXPECT_EQ(apply_cpu_matmul(b, CpuMatmul::kFloat32), static_cast<int>(exported.size() + layer_norms(b).size() + vision_cores));
@@ -204,7 +202,8 @@ TEST(CpuMatmul, LayerNormsNormaliseInFloat32WhereLibTorchsBf16NormRoundsPerStep)
   {  // kAuto too, where the CPU's bf16 arithmetic keeps the products in bf16
     ModelBundle a = load_bundle(test::bundle_dir(), torch::kCPU, torch::kBFloat16);
     apply_cpu_matmul(a, CpuMatmul::kAuto);
-    for (const torch::jit::Module& m : layer_norms(a)) EXPECT_EQ(m.attr("float32_on_cpu").toBool(), compat::kBf16LayerNormRoundsPerStep);
+    for (const torch::jit::Module& m : layer_norms(a))
+      EXPECT_EQ(m.attr("float32_on_cpu").toBool(), compat::kBf16LayerNormRoundsPerStep);
     ModelBundle f32 = load_bundle(test::bundle_dir(), torch::kCPU, torch::kFloat);
     apply_cpu_matmul(f32, CpuMatmul::kAuto);
     for (const torch::jit::Module& m : layer_norms(f32)) EXPECT_FALSE(m.attr("float32_on_cpu").toBool());
@@ -219,12 +218,14 @@ TEST(CpuMatmul, LayerNormsNormaliseInFloat32WhereLibTorchsBf16NormRoundsPerStep)
   norm.setattr("float32_on_cpu", true);
   const torch::Tensor widened = norm.forward({x}).toTensor();
   EXPECT_EQ(widened.scalar_type(), torch::kBFloat16);
-  EXPECT_TRUE(torch::equal(widened, torch::layer_norm(x.to(torch::kFloat), {width}, w.to(torch::kFloat), bias.to(torch::kFloat), eps)
-                                        .to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(
+      widened,
+      torch::layer_norm(x.to(torch::kFloat), {width}, w.to(torch::kFloat), bias.to(torch::kFloat), eps).to(torch::kBFloat16)));
   norm.setattr("float32_on_cpu", false);
   const torch::Tensor native = norm.forward({x}).toTensor();
   EXPECT_TRUE(torch::equal(native, torch::layer_norm(x, {width}, w, bias, eps)));
-  const torch::Tensor exact = torch::layer_norm(x.to(torch::kDouble), {width}, w.to(torch::kDouble), bias.to(torch::kDouble), eps);
+  const torch::Tensor exact =
+      torch::layer_norm(x.to(torch::kDouble), {width}, w.to(torch::kDouble), bias.to(torch::kDouble), eps);
   const double err_widened = (widened.to(torch::kDouble) - exact).abs().mean().item<double>();
   const double err_native = (native.to(torch::kDouble) - exact).abs().mean().item<double>();
   EXPECT_LE(err_widened, err_native * 1.0001);
@@ -253,7 +254,9 @@ TEST(CpuMatmul, WidenedBfloat16SessionKeepsTheBfloat16Logits) {
   const double scale = exact.abs().max().item<double>();
   const double err_widened = (widened - exact).abs().max().item<double>() / scale;
   const double err_native = (native - exact).abs().max().item<double>() / scale;
-  const auto agree = [&](const torch::Tensor& l) { return exact.argmax(-1).eq(l.argmax(-1)).to(torch::kFloat).mean().item<double>(); };
+  const auto agree = [&](const torch::Tensor& l) {
+    return exact.argmax(-1).eq(l.argmax(-1)).to(torch::kFloat).mean().item<double>();
+  };
   std::cout << "bf16 against float32 logits, max error / max |logit|: widened " << err_widened << " (top-1 agreement "
             << agree(widened) << "), native " << err_native << " (" << agree(native) << ")\n";
   // the widened run is the bf16 model computed as bf16 kernels with float32 accumulation compute

@@ -4,17 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
+#include "parity_support.h"
 #include "reduce/reducer.h"
 #include "runtime/generator.h"
 #include "runtime/sequence.h"
-#include "parity_support.h"
 #include "test_support.h"
 #include "util/compat.h"
 #include "util/npy.h"
@@ -181,8 +181,8 @@ TEST_F(DecoderParity, ZeroScaleIsExactlyTheUnrectifiedModel) {
   const auto plain = dec.forward(seq.embeds, seq.positions, torch::zeros({1, seq.length()}), c1, false);
   LarSettings off;
   off.layer_scale.assign(static_cast<size_t>(bundle_->manifest.text.num_layers), 0.0f);
-  const auto biased_off = dec.forward(seq.embeds, seq.positions, read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0), c2,
-                                      false, off);
+  const auto biased_off =
+      dec.forward(seq.embeds, seq.positions, read_npy(ref("log_bias.npy")).to(torch::kFloat).unsqueeze(0), c2, false, off);
   EXPECT_TRUE(torch::equal(plain, biased_off));
   EXPECT_TRUE(torch::equal(c1.keys(), c2.keys()));
 }
@@ -222,9 +222,11 @@ TEST_F(DecoderParity, AugmentedAttentionEqualsFormula) {
     const auto bias = torch::rand({1, tk}) * std::log(6.0);
     const auto plain = attend({q, k, v, zero, offset}).toTensor();
     // Zero bias: plain causal attention (the fused SDPA on LibTorch 2.x, the math formula on 1.13).
-    const auto mask = torch::zeros({tq, tk}).masked_fill(
-        torch::arange(tk).view({1, tk}) > torch::arange(tq).view({tq, 1}) + offset, -INFINITY);
-    EXPECT_LE((plain - compat::scaled_dot_product_attention(q, k, v, mask, 1.0 / std::sqrt(double(d)))).abs().max().item<double>(), 1e-5);
+    const auto mask =
+        torch::zeros({tq, tk}).masked_fill(torch::arange(tk).view({1, tk}) > torch::arange(tq).view({tq, 1}) + offset, -INFINITY);
+    EXPECT_LE(
+        (plain - compat::scaled_dot_product_attention(q, k, v, mask, 1.0 / std::sqrt(double(d)))).abs().max().item<double>(),
+        1e-5);
     // Random bias: the explicit softmax(QK^T/sqrt(d) + B)V.
     const auto rectified = attend({q, k, v, bias, offset}).toTensor();
     EXPECT_LE((rectified - explicit_attention(q, k, v, bias, offset)).abs().max().item<double>(), 1e-5);

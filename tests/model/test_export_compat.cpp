@@ -119,7 +119,8 @@ class EditedBundle : public ::testing::Test {
 TEST_F(EditedBundle, ClaimingANewerTorchIsRefusedBeforeLoading) {
   const std::string dir = copy_with("newer", [](nlohmann::json& j) { j["exported_with"]["torch"] = "2.15.0"; });
   const std::string msg = load_error(dir);
-  EXPECT_NE(msg.find("bundle " + dir + ": exported with torch 2.15.0 (manifest exported_with.torch), newer than this build's LibTorch " +
+  EXPECT_NE(msg.find("bundle " + dir +
+                     ": exported with torch 2.15.0 (manifest exported_with.torch), newer than this build's LibTorch " +
                      libtorch_version().str()),
             std::string::npos)
       << msg;

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "era/debug.h"
 #include "era/era.h"
@@ -71,7 +71,8 @@ void check_case(const std::string& name) {
   ASSERT_FALSE(c["images"].empty());
   for (const auto& image : c["images"]) {
     const std::string dir = image["dir"];
-    SCOPED_TRACE(name + (image.contains("frames") ? " video of " + std::to_string(image["frames"].get<int>()) + " frames " : " image ") +
+    SCOPED_TRACE(name +
+                 (image.contains("frames") ? " video of " + std::to_string(image["frames"].get<int>()) + " frames " : " image ") +
                  std::to_string(image["width"].get<int>()) + "x" + std::to_string(image["height"].get<int>()));
     const auto ref = read_json(dir + "/tokens.json");
     Request req = request_for(c, image);
@@ -86,8 +87,9 @@ void check_case(const std::string& name) {
     EXPECT_EQ(image.contains("video_dir") ? in.video_token_id : in.image_token_id, image_token_id);
     // OneVision cases also carry the tokenizer's own ids of the prompt (one per placeholder):
     // adjacent images make a single run in input_ids.
-    EXPECT_EQ(in.token_ids, ref.contains("prompt_ids") ? ref["prompt_ids"].get<std::vector<int64_t>>()
-                                                       : one_placeholder_per_image(ref["input_ids"].get<std::vector<int64_t>>(), image_token_id));
+    EXPECT_EQ(in.token_ids, ref.contains("prompt_ids")
+                                ? ref["prompt_ids"].get<std::vector<int64_t>>()
+                                : one_placeholder_per_image(ref["input_ids"].get<std::vector<int64_t>>(), image_token_id));
 
     // Qwen2.5-VL: the (t, h, w) grids and transformers' multimodal position ids [3, L]
     if (ref.contains("grid_thw")) {
@@ -100,7 +102,8 @@ void check_case(const std::string& name) {
     if (std::filesystem::exists(dir + "/position_ids.npy")) {
       const auto want_positions = read_npy(dir + "/position_ids.npy").to(torch::kLong);  // [3, L]
       ASSERT_EQ(prompt.positions.dim(), 3);
-      EXPECT_TRUE(torch::equal(prompt.positions[0].t(), want_positions)) << "position ids differ from transformers' get_rope_index";
+      EXPECT_TRUE(torch::equal(prompt.positions[0].t(), want_positions))
+          << "position ids differ from transformers' get_rope_index";
     }
     const auto want = read_npy(dir + "/logits.npy");
     ASSERT_EQ(prompt.logits.sizes(), want.sizes());
@@ -155,7 +158,9 @@ void expect_every_method(Session& session, Request req, int64_t budget, const st
     try {
       const Result r = session.generate(req);
       EXPECT_EQ(r.tokens.size(), 2u);
-      if (method.name != "full") { EXPECT_LT(r.stats.visual_tokens, full); }
+      if (method.name != "full") {
+        EXPECT_LT(r.stats.visual_tokens, full);
+      }
     } catch (const Error& e) {
       EXPECT_EQ(refusing.count(method.name), 1u) << e.what();
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -189,7 +194,9 @@ TEST(HfParity, QwenEveryMethodRunsOrRefusesByName) {
     // compact: every position counts up by one; original (an image wider than 16 tokens): the
     // text after it starts past where 16 tokens would put it
     EXPECT_EQ(compact.positions.max().item<int64_t>() + 1, compact.positions.size(1));
-    if (std::string(name) == "qwen_images") { EXPECT_GT(original.positions.max().item<int64_t>() + 1, original.positions.size(1)); }
+    if (std::string(name) == "qwen_images") {
+      EXPECT_GT(original.positions.max().item<int64_t>() + 1, original.positions.size(1));
+    }
   }
 }
 

@@ -18,14 +18,14 @@
 
 #include "era/debug.h"
 #include "era/era.h"
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
+#include "model/bundle.h"
 #include "model/cpu_matmul.h"
-#include "util/compat.h"
+#include "model/int8_test_util.h"
 #include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
-#include "model/int8_test_util.h"
 #include "test_support.h"
+#include "util/compat.h"
 
 namespace era {
 namespace {
@@ -42,7 +42,8 @@ int count_int8_linears(const torch::jit::Module& top) {
 }
 
 TEST(Int8Weights, ManifestNamesTheScopeAndSchemeAndEveryDecoderLinearIsInt8) {
-  for (const auto& [dir, scheme] : {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
+  for (const auto& [dir, scheme] :
+       {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
     SCOPED_TRACE(scheme);
     ModelBundle b = load_bundle(dir, torch::kCPU);
     EXPECT_EQ(b.manifest.int8_weights, "decoder");
@@ -70,16 +71,18 @@ TEST(Int8Weights, PromptLogitsAndGreedyTokensStayCloseToTheFloatBundle) {
   Session f = Session::open(test::bundle_dir());
   const torch::Tensor lf = debug::prompt(f, r).logits;
   std::vector<double> errors;
-  for (const auto& [dir, scheme] : {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
+  for (const auto& [dir, scheme] :
+       {std::pair{int8_bundle_dir(), "weight-only"}, std::pair{int8_dynamic_bundle_dir(), "dynamic"}}) {
     SCOPED_TRACE(scheme);
     Session q = Session::open(dir);
     const torch::Tensor lq = debug::prompt(q, r).logits;
     ASSERT_EQ(lf.sizes(), lq.sizes());
     const double rel = ((lq - lf).abs().max() / lf.abs().max()).item<double>();
     const double agree = lf.argmax(-1).eq(lq.argmax(-1)).to(torch::kFloat).mean().item<double>();
-    std::cout << "int8 decoder (" << scheme << ") vs float32, " << lf.size(0) << " prompt positions: max |logit error| / max |logit| = "
-              << rel << ", greedy agreement " << agree << " (engine " << int8_engine_name() << ")\n";
-    EXPECT_GT(rel, 0.0);  // the weights really are quantised
+    std::cout << "int8 decoder (" << scheme << ") vs float32, " << lf.size(0)
+              << " prompt positions: max |logit error| / max |logit| = " << rel << ", greedy agreement " << agree << " (engine "
+              << int8_engine_name() << ")\n";
+    EXPECT_GT(rel, 0.0);   // the weights really are quantised
     EXPECT_LT(rel, 0.15);  // measured 0.074 (dynamic, x86 engine); a wrong scale or layout gives ~1
     EXPECT_GE(agree, 0.85);
     errors.push_back(rel);
@@ -130,7 +133,8 @@ void expect_same_products(const torch::jit::Module& a, const torch::jit::Module&
     ma.setattr("reduce_range", mb.attr("reduce_range"));
     for (int64_t rows : {1, 5}) {  // a decode step and a prefill-sized product
       const torch::Tensor x = torch::randn({rows, ma.attr("in_features").toInt()});
-      EXPECT_TRUE(torch::equal(ma.forward({x}).toTensor(), mb.forward({x}).toTensor())) << "linear " << i << ", " << rows << " rows";
+      EXPECT_TRUE(torch::equal(ma.forward({x}).toTensor(), mb.forward({x}).toTensor()))
+          << "linear " << i << ", " << rows << " rows";
     }
   }
 }
@@ -146,7 +150,7 @@ TEST(Int8Weights, TheOnednnEngineLetsGoOfTheInt8WeightsItPackedFrom) {
     EXPECT_EQ(std::get<0>(packed->unpack()).unsafeGetTensorImpl(), std::get<0>(packed->unpack()).unsafeGetTensorImpl());
   }
   EXPECT_EQ(release_int8_weight_sources(released), weight_bytes);  // one byte per weight
-  EXPECT_EQ(release_int8_weight_sources(released), 0);  // nothing is freed twice
+  EXPECT_EQ(release_int8_weight_sources(released), 0);             // nothing is freed twice
   for (const torch::jit::Module& m : int8_linears(released)) {
     const torch::Tensor w = std::get<0>(m.attr("_packed").toCustomClass<LinearPackedParamsBase>()->unpack());
     EXPECT_EQ(w.size(0), 0);  // an empty weight, never a dangling one
@@ -178,7 +182,9 @@ TEST(Int8Weights, LoadsForTheFastestEngineKeepingOneCopyOfEachWeight) {
   EXPECT_TRUE(run == compat::quantized_engines_by_preference().front() || (onednn && !engine_supported(at::QEngine::FBGEMM)))
       << c10::toString(run);
   for (const torch::jit::Module& m : int8_linears(b.decoder)) {
-    if (onednn) { EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn"); }  // loaded under QNNPACK, packed anew
+    if (onednn) {
+      EXPECT_EQ(int8_packed_class(m), "PackedLinearWeightsOnednn");
+    }  // loaded under QNNPACK, packed anew
   }
   EXPECT_EQ(b.int8_sources_freed, onednn ? decoder_int8_weight_bytes(b.manifest) : 0);
   expect_same_products(load_int8_decoder(run), b.decoder);

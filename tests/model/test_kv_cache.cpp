@@ -29,7 +29,7 @@ TEST(KvCache, LayerGroupsAdvanceSeparately) {
   EXPECT_EQ(cache.layer_length(2), 4);
   EXPECT_EQ(cache.length(), 8);
   EXPECT_EQ(cache.bytes_used(), (2 * 8 + 2 * 4) * per_slot_layer);
-  EXPECT_THROW(cache.advance(1), Error);              // the groups differ: no uniform step
+  EXPECT_THROW(cache.advance(1), Error);               // the groups differ: no uniform step
   EXPECT_THROW(cache.advance_layers(1, 3, 1), Error);  // a range across both groups
   EXPECT_THROW(cache.advance_layers(0, 2, 3), Error);  // overflow
   cache.reset();

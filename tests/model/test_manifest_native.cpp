@@ -46,7 +46,8 @@ TEST(ManifestNative, BrokenFieldsAreNamed) {
   expect_refused(j, "text.mrope_section");
   j = qwen_manifest();
   j["image"]["min_pixels"] = j["image"]["max_pixels"].get<int64_t>() + 1;
-  expect_refused(j, "image.min_pixels = " + std::to_string(j["image"]["min_pixels"].get<int64_t>()) + ": is above image.max_pixels");
+  expect_refused(j,
+                 "image.min_pixels = " + std::to_string(j["image"]["min_pixels"].get<int64_t>()) + ": is above image.max_pixels");
   j = qwen_manifest();
   j["image"]["resize_arithmetic"] = "cubic";
   expect_refused(j, "image.resize_arithmetic");
@@ -97,7 +98,10 @@ TEST(ManifestNative, FieldsBakedIntoTheModulesAreReadAndChecked) {
   EXPECT_DOUBLE_EQ(m.text.rms_norm_eps, 1e-6);
   const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
       {[](json& k) { k["video"]["max_frames"] = 2; }, "video.max_frames = 2: must be an integer from 4 to 1024"},
-      {[](json& k) { k["vision"]["fullatt_block_indexes"] = {1, 4}; }, "vision.fullatt_block_indexes[1] = 4"},
+      {[](json& k) {
+         k["vision"]["fullatt_block_indexes"] = {1, 4};
+       },
+       "vision.fullatt_block_indexes[1] = 4"},
       {[](json& k) { k["vision"]["window_size"] = -112; }, "vision.window_size = -112"},
       {[](json& k) { k["projector"]["hidden_features"] = 64; },
        "projector.hidden_features = 64: must equal projector.in_features 128"},

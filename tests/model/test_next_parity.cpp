@@ -6,15 +6,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "era/debug.h"
 #include "era/era.h"
+#include "family/anyres_packing.h"
+#include "family/vision_input.h"
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
-#include "family/anyres_packing.h"
-#include "family/vision_input.h"
-#include "runtime/sequence.h"
-#include "era/debug.h"
 #include "parity_support.h"
+#include "runtime/sequence.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -86,13 +86,15 @@ TEST(NextEra, NominalBudgetsPerCropAndRealCounts) {
     const auto& red = r.reductions[0];
     const auto newlines = std::count(red.kept.begin(), red.kept.end(), int64_t{-1});
     const int64_t selected = static_cast<int64_t>(red.kept.size()) - newlines;
-    EXPECT_LE(selected, crops * (nominal / 5)) << nominal;     // unpad can only drop
-    EXPECT_GE(selected, nominal / 5) << nominal;                 // the base crop keeps its share
+    EXPECT_LE(selected, crops * (nominal / 5)) << nominal;  // unpad can only drop
+    EXPECT_GE(selected, nominal / 5) << nominal;            // the base crop keeps its share
     EXPECT_EQ(r.stats.visual_tokens, static_cast<int64_t>(red.kept.size())) << nominal;
     EXPECT_LT(r.stats.visual_tokens, full.stats.visual_tokens) << nominal;
     EXPECT_GT(r.stats.visual_tokens, previous) << nominal;
     for (size_t i = 0; i < red.kept.size(); ++i) {
-      if (red.kept[i] == -1) { EXPECT_FLOAT_EQ(red.bias[i], 1.0f); }  // newlines: no rectification
+      if (red.kept[i] == -1) {
+        EXPECT_FLOAT_EQ(red.bias[i], 1.0f);
+      }  // newlines: no rectification
     }
     previous = r.stats.visual_tokens;
   }

@@ -13,8 +13,8 @@ namespace {
 PromptSequence layout(int64_t s, int64_t v, int64_t n) {
   PromptSequence seq;
   seq.embeds = torch::zeros({1, s + v + n, 4});
-  seq.segments = {{SequenceSegment::Kind::kText, 0, s}, {SequenceSegment::Kind::kImage, s, v, 0},
-                  {SequenceSegment::Kind::kText, s + v, n}};
+  seq.segments = {
+      {SequenceSegment::Kind::kText, 0, s}, {SequenceSegment::Kind::kImage, s, v, 0}, {SequenceSegment::Kind::kText, s + v, n}};
   return seq;
 }
 

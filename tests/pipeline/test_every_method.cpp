@@ -63,7 +63,9 @@ TEST_P(EveryMethod, RunsEndToEndAsItsEntrySays) {
     case MethodStage::kBeforeDecoder:
       EXPECT_LT(out.stats.visual_tokens, full.stats.visual_tokens) << name;
       EXPECT_EQ(out.stats.visual_tokens_early_layers, out.stats.visual_tokens) << name;
-      if (arch == "llava-1.5") { EXPECT_EQ(out.stats.visual_tokens, 64) << name; }
+      if (arch == "llava-1.5") {
+        EXPECT_EQ(out.stats.visual_tokens, 64) << name;
+      }
       break;
     case MethodStage::kInDecoder:
       EXPECT_EQ(out.stats.visual_tokens_early_layers, full.stats.visual_tokens) << name;
@@ -71,8 +73,12 @@ TEST_P(EveryMethod, RunsEndToEndAsItsEntrySays) {
       break;
   }
   // Only methods that rectify attention send b_k != 1 (ERA with recycling always merges some).
-  if (!method.rectifies_attention) { EXPECT_FALSE(any_bias) << name; }
-  if (name == "era") { EXPECT_TRUE(any_bias); }
+  if (!method.rectifies_attention) {
+    EXPECT_FALSE(any_bias) << name;
+  }
+  if (name == "era") {
+    EXPECT_TRUE(any_bias);
+  }
 }
 
 std::vector<std::tuple<std::string, std::string>> every_pair() {

@@ -63,8 +63,8 @@ TEST(BtrCentroid, MeanOfMembersInFloat32ThenCast) {
   const auto half = e.to(torch::kBFloat16);
   const auto ch = cluster_centroids(half, assignment, 3);
   EXPECT_EQ(ch.scalar_type(), torch::kBFloat16);
-  const auto want = ((half[3].to(torch::kFloat) + half[4].to(torch::kFloat) + half[5].to(torch::kFloat)) / 3)
-                        .to(torch::kBFloat16);
+  const auto want =
+      ((half[3].to(torch::kFloat) + half[4].to(torch::kFloat) + half[5].to(torch::kFloat)) / 3).to(torch::kBFloat16);
   EXPECT_TRUE(torch::equal(ch[2], want));
 }
 
@@ -74,7 +74,7 @@ TEST(BtrBias, WeightsFollowTheSaliency) {
   const std::vector<int64_t> anchors = {0, 3}, assignment = {0, 0, 0, 1, 1};
   const auto eh = torch::tensor({0.9f, 0.0f, 1.0f, 0.2f, 0.5f});
   const auto b = cluster_bias(assignment, anchors, eh, 0.3f);
-  EXPECT_NEAR(b[0], 1 + 1.0 + 0.3, 1e-6);          // the anchor's own entropy does not count
+  EXPECT_NEAR(b[0], 1 + 1.0 + 0.3, 1e-6);  // the anchor's own entropy does not count
   EXPECT_NEAR(b[1], 1 + 0.3 + 0.7 * 0.5, 1e-6);
   const auto ones = cluster_bias(assignment, anchors, eh, 1.0f);
   EXPECT_EQ(ones, (std::vector<float>{3.0f, 2.0f}));  // lambda = 1: exactly |C_k| (ToMe's sizes)
@@ -95,8 +95,12 @@ TEST(BtrBias, BoundedByOneAndTheClusterSize) {
     for (size_t k = 0; k < b.size(); ++k) {
       EXPECT_GE(b[k], 1.0f);
       EXPECT_LE(b[k], static_cast<float>(sizes[k]) * (1 + 1e-6f));
-      if (lambda == 1.0f) { EXPECT_EQ(b[k], static_cast<float>(sizes[k])); }
-      if (lambda == 0.3f) { EXPECT_GE(b[k], 1 + 0.3f * (sizes[k] - 1) - 1e-4f); }
+      if (lambda == 1.0f) {
+        EXPECT_EQ(b[k], static_cast<float>(sizes[k]));
+      }
+      if (lambda == 0.3f) {
+        EXPECT_GE(b[k], 1 + 0.3f * (sizes[k] - 1) - 1e-4f);
+      }
     }
   }
 }

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "era/error.h"
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {
@@ -90,14 +90,15 @@ TEST(CdPruner, RelevanceAndNormalisation) {
   const torch::Tensor rel = cdpruner_relevance(p, instruction, false);
   EXPECT_NEAR(rel[3].item<double>(), 1.0, 1e-5);
   const torch::Tensor r = cdpruner_normalise(rel, rel.min().item<double>(), rel.max().item<double>());
-  EXPECT_NEAR(r[3].item<double>(), 1.0, 1e-5);            // the most relevant token: r = 1
-  EXPECT_NEAR(r.min().item<double>(), 0.0, 1e-5);         // the least: ~0 (1e-6 keeps it alive)
+  EXPECT_NEAR(r[3].item<double>(), 1.0, 1e-5);     // the most relevant token: r = 1
+  EXPECT_NEAR(r.min().item<double>(), 0.0, 1e-5);  // the least: ~0 (1e-6 keeps it alive)
   EXPECT_GT(r.min().item<double>(), 0.0);
   EXPECT_TRUE(torch::allclose(cdpruner_relevance(p, instruction, true), -rel));
   // Mean over instruction tokens.
   const torch::Tensor two = torch::randn({2, 5});
   const torch::Tensor both = cdpruner_relevance(p, two, false);
-  const torch::Tensor each = (cdpruner_relevance(p, two.slice(0, 0, 1), false) + cdpruner_relevance(p, two.slice(0, 1, 2), false)) / 2;
+  const torch::Tensor each =
+      (cdpruner_relevance(p, two.slice(0, 0, 1), false) + cdpruner_relevance(p, two.slice(0, 1, 2), false)) / 2;
   EXPECT_TRUE(torch::allclose(both, each, 1e-5, 1e-6));
   EXPECT_TRUE(torch::equal(cdpruner_normalise(rel, 0.5, 0.5), torch::ones_like(rel)));
 }

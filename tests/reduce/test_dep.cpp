@@ -51,8 +51,8 @@ struct ReferenceDep {
   torch::Tensor entropy, normalized, z;
   std::vector<int64_t> order;
 };
-ReferenceDep reference_dep(const torch::Tensor& x, const torch::Tensor& a, float alpha, float eta, float eps,
-                           int64_t k, bool normalized_penalty = true) {
+ReferenceDep reference_dep(const torch::Tensor& x, const torch::Tensor& a, float alpha, float eta, float eps, int64_t k,
+                           bool normalized_penalty = true) {
   ReferenceDep r;
   const auto at = a.t();
   const auto ex = torch::exp(at - std::get<0>(at.max(1, true)));
@@ -74,7 +74,7 @@ std::vector<int64_t> sorted(std::vector<int64_t> v) {
 TEST(DepEntropy, HeadDistributionAndBounds) {
   const int64_t h = 16;
   auto a = torch::randn({h, 50}) * 4;
-  a.select(1, 0).fill_(0.0f);    // uniform over heads: entropy ln H, the maximum
+  a.select(1, 0).fill_(0.0f);         // uniform over heads: entropy ln H, the maximum
   a.select(1, 1).zero_()[3] = 60.0f;  // one head dominates: entropy ~ 0
   const auto s = head_entropy(a, 1e-8f);
   ASSERT_EQ(s.y.sizes(), (torch::IntArrayRef{50, h}));
@@ -121,11 +121,11 @@ TEST(DepGreedy, MatchesFullMatrixAlgorithmOnRandomInputs) {
     float eta, alpha;
   };
   const std::vector<Case> cases = {
-      {16, 8, 4, 4, 0.1f, 0.5f},     {64, 32, 16, 8, 0.1f, 0.5f},   {64, 32, 16, 63, 0.1f, 0.5f},
-      {100, 16, 8, 10, 0.0f, 0.5f},  {100, 16, 8, 10, 1.0f, 0.5f},  {100, 16, 8, 10, 5.0f, 2.0f},
-      {200, 256, 16, 32, 0.1f, 0.0f}, {200, 64, 3, 50, 0.3f, 1.0f},  {576, 128, 16, 64, 0.1f, 0.5f},
-      {576, 1024, 16, 32, 0.1f, 0.5f}, {50, 8, 1, 10, 0.1f, 0.5f},   // H = 1: every entropy is 0, all tie
-      {30, 4, 2, 2, 0.1f, 0.5f},     {30, 4, 2, 1, 0.1f, 0.5f},
+      {16, 8, 4, 4, 0.1f, 0.5f},       {64, 32, 16, 8, 0.1f, 0.5f},  {64, 32, 16, 63, 0.1f, 0.5f},
+      {100, 16, 8, 10, 0.0f, 0.5f},    {100, 16, 8, 10, 1.0f, 0.5f}, {100, 16, 8, 10, 5.0f, 2.0f},
+      {200, 256, 16, 32, 0.1f, 0.0f},  {200, 64, 3, 50, 0.3f, 1.0f}, {576, 128, 16, 64, 0.1f, 0.5f},
+      {576, 1024, 16, 32, 0.1f, 0.5f}, {50, 8, 1, 10, 0.1f, 0.5f},  // H = 1: every entropy is 0, all tie
+      {30, 4, 2, 2, 0.1f, 0.5f},       {30, 4, 2, 1, 0.1f, 0.5f},
   };
   uint64_t seed = 100;
   for (const auto& c : cases) {
@@ -143,7 +143,9 @@ TEST(DepGreedy, MatchesFullMatrixAlgorithmOnRandomInputs) {
               reference_greedy(dep.z, dep.saliency.entropy, dep.saliency.normalized, c.eta, c.k));
     EXPECT_TRUE(torch::allclose(dep.z, ref.z, 1e-5, 1e-6));
     EXPECT_TRUE(torch::allclose(dep.saliency.entropy, ref.entropy, 1e-5, 1e-5));
-    if (c.h == 1) { EXPECT_EQ(ref.order.front(), 0); }  // all entropies tie at 0: the first token starts
+    if (c.h == 1) {
+      EXPECT_EQ(ref.order.front(), 0);
+    }  // all entropies tie at 0: the first token starts
   }
 }
 
@@ -178,8 +180,7 @@ TEST(DepGreedy, ExactTiesGoToTheLowestIndex) {
   }
   // Fully degenerate: identical tokens and entropies pick 0, 1, 2, ...
   const auto same = torch::ones({6, 3});
-  EXPECT_EQ(entropy_penalized_greedy(same, torch::zeros({6}), torch::zeros({6}), 0.1f, 4),
-            (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(entropy_penalized_greedy(same, torch::zeros({6}), torch::zeros({6}), 0.1f, 4), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
 TEST(DepGreedy, StartsAtTheMostConfidentTokenAndHandlesBudgets) {

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <limits>
 
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {

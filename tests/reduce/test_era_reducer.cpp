@@ -19,8 +19,8 @@
 #include "era/error.h"
 #include "reduce/btr.h"
 #include "reduce/dep.h"
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {
@@ -31,7 +31,9 @@ std::vector<int64_t> iota(int64_t n) {
   return v;
 }
 
-void expect_error_mentions(const std::function<void()>& f, const std::string& needle) { test::expect_invalid_argument(f, needle); }
+void expect_error_mentions(const std::function<void()>& f, const std::string& needle) {
+  test::expect_invalid_argument(f, needle);
+}
 
 TEST(EraReducer, OutputsDescribeOneConsistentReduction) {
   const int64_t n = 144, d = 40, h = 16;
@@ -325,8 +327,8 @@ TEST(EraReducer, TimingLlava15Size) {
     ASSERT_EQ(r.kept.size(), 64u);
   }
   std::sort(ms.begin(), ms.end());
-  std::cout << "[ timing ] ERA 576 -> 64 (D 4096, H 16, " << at::get_num_threads() << " threads): median "
-            << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms\n";
+  std::cout << "[ timing ] ERA 576 -> 64 (D 4096, H 16, " << at::get_num_threads() << " threads): median " << ms[ms.size() / 2]
+            << " ms, min " << ms.front() << " ms\n";
   RecordProperty("median_ms", std::to_string(ms[ms.size() / 2]));
 }
 

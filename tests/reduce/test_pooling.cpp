@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "era/error.h"
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <set>
 
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {
@@ -41,7 +41,8 @@ TEST(RandomPruning, ReducerUsesTheSeedFromTheOptions) {
   const ReductionInput in = test::random_reduction_input(100, 8, 2, 20, 1);
   const ReducedTokens r = make_reducer(o)->reduce(in);
   EXPECT_EQ(r.kept, random_select(100, 20, 42));
-  for (size_t s = 0; s < r.kept.size(); ++s) EXPECT_TRUE(torch::equal(r.embeddings[static_cast<int64_t>(s)], in.embeddings[r.kept[s]]));
+  for (size_t s = 0; s < r.kept.size(); ++s)
+    EXPECT_TRUE(torch::equal(r.embeddings[static_cast<int64_t>(s)], in.embeddings[r.kept[s]]));
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ TEST(BaselineOptions, OneFieldTableForSetValidateAndJson) {
   EXPECT_EQ(baseline_options_json(back), baseline_options_json(o));
 
   test::expect_invalid_argument([&] { set_baseline_option(o, "fastv_layer=0"); }, "fastv_layer");
-  test::expect_invalid_argument([&] { set_baseline_option(o, "visionzip_contextual_fraction=1"); }, "visionzip_contextual_fraction");
+  test::expect_invalid_argument([&] { set_baseline_option(o, "visionzip_contextual_fraction=1"); },
+                                "visionzip_contextual_fraction");
   test::expect_invalid_argument([&] { set_baseline_option(o, "random_seed=-1"); }, "random_seed");
   test::expect_invalid_argument([&] { set_baseline_option(o, "dart_text_pivots=x"); }, "dart_text_pivots");
   test::expect_invalid_argument([&] { set_baseline_option(o, "speed=11"); }, "known: random_seed");

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "era/error.h"
-#include "reduce/registry.h"
 #include "reduce/reduce_test_util.h"
+#include "reduce/registry.h"
 
 namespace era {
 namespace {
@@ -130,7 +130,7 @@ TEST(VisionZip, ContextualFractionOptionAndOldBundles) {
   o.method = "visionzip";
   set_baseline_option(o.baselines, "visionzip_contextual_fraction=0.25");
   EXPECT_EQ(make_reducer(o)->reduce(c.in).kept.size(), 64u);  // 48 + 16
-  c.in.cls_feature = torch::Tensor();  // a bundle exported before VisionZip support
+  c.in.cls_feature = torch::Tensor();                         // a bundle exported before VisionZip support
   try {
     make_reducer(o)->reduce(c.in);
     FAIL() << "expected era::Error";

@@ -23,12 +23,12 @@ TEST(ReductionViz, TintsClustersRingsAnchorsDimsDropped) {
   const cv::Mat pic = draw_reduction_bgr(image, 2, r, /*scale=*/8);  // 64x64, 32 px patches
   ASSERT_EQ(pic.rows, 64);
   const auto at = [&](int x, int y) { return pic.at<cv::Vec3b>(y, x); };
-  EXPECT_EQ(at(3, 29), at(35, 29));        // same cluster, same tint (away from the anchor ring)
-  EXPECT_NE(at(3, 29), at(35, 35));        // another cluster
-  for (int c = 0; c < 3; ++c) {            // a light tint: the grey stays within 0.3 of a colour
+  EXPECT_EQ(at(3, 29), at(35, 29));  // same cluster, same tint (away from the anchor ring)
+  EXPECT_NE(at(3, 29), at(35, 35));  // another cluster
+  for (int c = 0; c < 3; ++c) {      // a light tint: the grey stays within 0.3 of a colour
     EXPECT_LE(std::abs(at(35, 29)[c] - 128), 0.3 * 255 + 1) << c;
   }
-  const auto dropped = at(8, 40);          // dimmed grey, still visible: 0.45 * 128
+  const auto dropped = at(8, 40);  // dimmed grey, still visible: 0.45 * 128
   EXPECT_EQ(dropped[0], dropped[1]);
   EXPECT_EQ(dropped[1], dropped[2]);
   EXPECT_NEAR(dropped[0], 58, 2);

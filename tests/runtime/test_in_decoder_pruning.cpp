@@ -11,13 +11,13 @@
 #include "model/bundle.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
+#include "parity_support.h"
 #include "reduce/dart.h"
 #include "reduce/fastv.h"
 #include "reduce/reducer.h"
 #include "reduce/registry.h"
 #include "runtime/in_decoder_pruning.h"
 #include "runtime/sequence.h"
-#include "parity_support.h"
 #include "test_support.h"
 #include "util/npy.h"
 
@@ -33,7 +33,7 @@ TEST(FastvSelect, KeepsTheMostAttendedImageTokensFirstIndexOnTies) {
   const auto logits = torch::tensor({0.f, 0.f, 0.f, 1.f, 5.f, 2.f, 5.f, 3.f, 9.f, 9.f}).unsqueeze(0);
   EXPECT_EQ(fastv_select(logits, {3, 5, 1}), (Positions{4}));  // tie: the first index
   EXPECT_EQ(fastv_select(logits, {3, 5, 2}), (Positions{4, 6}));
-  EXPECT_EQ(fastv_select(logits, {3, 5, 3}), (Positions{4, 6, 7}));  // ascending, not by score
+  EXPECT_EQ(fastv_select(logits, {3, 5, 3}), (Positions{4, 6, 7}));        // ascending, not by score
   EXPECT_EQ(fastv_select(logits, {3, 5, 0}), (Positions{3, 4, 5, 6, 7}));  // 0 = keep all
   EXPECT_EQ(fastv_select(logits, {3, 5, 9}), (Positions{3, 4, 5, 6, 7}));
 }
@@ -187,10 +187,12 @@ TEST_P(PrunedModel, PrefillAndDecodeMatchTheMaskImplementation) {
   // ... and every decode step over the pruned cache equals the eager full recompute.
   double decode_error = 0;
   for (int64_t t = 0; t < steps; ++t) {
-    const auto logits = decode_pruned(dec, dec.embed(torch::full({1, 1}, greedy[t], torch::kLong)), L + t,
-                                      pruner->layer(), cache);
+    const auto logits =
+        decode_pruned(dec, dec.embed(torch::full({1, 1}, greedy[t], torch::kLong)), L + t, pruner->layer(), cache);
     decode_error = std::max(decode_error, max_rel_error(logits[0][0], ref_logits[t + 1]));
-    if (t + 1 < steps) { EXPECT_EQ(logits[0][0].argmax().item<int64_t>(), greedy[t + 1]) << "step " << t; }
+    if (t + 1 < steps) {
+      EXPECT_EQ(logits[0][0].argmax().item<int64_t>(), greedy[t + 1]) << "step " << t;
+    }
   }
   EXPECT_LE(decode_error, 1e-4);
   std::cout << "[ pruning ] " << GetParam() << ": kept " << pre.visual_tokens << ", prefill rel error " << prefill_error

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "era/error.h"
@@ -69,7 +69,8 @@ TEST(PromptTemplates, PlaceholderCountCheckedInEveryStyle) {
 TEST(PromptTemplates, UnknownNameNotFound) {
   PromptTemplate t;
   EXPECT_FALSE(find_prompt_template("llama3", &t));
-  EXPECT_EQ(known_prompt_templates(), (std::vector<std::string>{"vicuna_v1", "mistral_instruct", "chatml_direct", "chatml", "qwen_1_5"}));
+  EXPECT_EQ(known_prompt_templates(),
+            (std::vector<std::string>{"vicuna_v1", "mistral_instruct", "chatml_direct", "chatml", "qwen_1_5"}));
 }
 
 // Added tokens: one id each, wherever they are, and the text between them encoded chunk by chunk
@@ -176,14 +177,12 @@ TEST_F(ManifestPrompt, OldManifestStopsAtEosOnly) {
 }
 
 TEST_F(ManifestPrompt, BadTokenTablesRefusedNamingTheItem) {
-  EXPECT_NE(error_of([](nlohmann::json& j) { j["tokens"]["stop_ids"] = {2, 99999}; }).find("tokens.stop_ids"),
-            std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& j) { j["tokens"]["stop_ids"] = {2, 99999}; }).find("tokens.stop_ids"), std::string::npos);
   EXPECT_NE(error_of([](nlohmann::json& j) {
               j["tokens"]["added_tokens"] = nlohmann::json::array({{{"content", "<x>"}, {"id", 99999}}});
             }).find("tokens.added_tokens[0].id"),
             std::string::npos);
-  EXPECT_NE(error_of([](nlohmann::json& j) { j["text"]["sliding_window"] = 0; }).find("text.sliding_window"),
-            std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& j) { j["text"]["sliding_window"] = 0; }).find("text.sliding_window"), std::string::npos);
 }
 
 }  // namespace

@@ -126,8 +126,9 @@ TEST(PromptTokens, ConversationImagesFillPlaceholdersInOrder) {
   PromptTemplate tmpl;
   const std::vector<Turn> history{{"First?", "One."}, {"<image>\nSecond?", "Two."}};
   const std::string explicit_place = format_conversation(tmpl, history, "Third <image>?", 2);
-  EXPECT_EQ(explicit_place, tmpl.system + " USER: First? ASSISTANT: One.</s>USER: <image>\nSecond? ASSISTANT: Two.</s>"
-                                          "USER: Third <image>? ASSISTANT:");
+  EXPECT_EQ(explicit_place, tmpl.system +
+                                " USER: First? ASSISTANT: One.</s>USER: <image>\nSecond? ASSISTANT: Two.</s>"
+                                "USER: Third <image>? ASSISTANT:");
   const std::string implicit = format_conversation(tmpl, {{"First?", "One."}}, "Again?", 2);
   EXPECT_EQ(implicit, tmpl.system + " USER: <image>\n<image>\nFirst? ASSISTANT: One.</s>USER: Again? ASSISTANT:");
   try {

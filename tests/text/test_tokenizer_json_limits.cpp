@@ -102,8 +102,7 @@ TEST(TokenizerJsonIds, IdsBeyondTheInt64RangeNegativeOrNotIntegersAreRefused) {
     doc = qwen2_json();
     doc["model"]["vocab"]["zzhostile"] = bad;
     const std::string message = refusal_of(doc).message;
-    EXPECT_NE(message.find("model.vocab[\"zzhostile\"]: must be a non-negative integer id"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("model.vocab[\"zzhostile\"]: must be a non-negative integer id"), std::string::npos) << message;
   }
 }
 
@@ -115,8 +114,7 @@ TEST(TokenizerJsonIds, ANumberBeyondTheDoubleRangeIsInvalidJson) {
     FAIL() << "accepted 1e9267";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBundle);
-    EXPECT_NE(std::string(e.what()).find("/x/tokenizer.json: (file): is not valid JSON"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("/x/tokenizer.json: (file): is not valid JSON"), std::string::npos) << e.what();
   }
 }
 
@@ -228,8 +226,8 @@ TEST(TokenizerJsonRegex, LongOrdinaryPromptsNeverMeetTheBound) {
     std::string digits;
     for (int i = 0; i < 200000; ++i) digits += "1234567890";
     EXPECT_EQ(qwen2.encode(digits).size(), digits.size());  // Qwen2 splits every digit
-    const std::string words[] = {"Hello", " world",           ",",                        " it's", " 42", "\n\n",
-                                 "  ",    " caf\xC3\xA9", " \xE4\xB8\xAD\xE6\x96\x87", "!!",    "\t"};
+    const std::string words[] = {
+        "Hello", " world", ",", " it's", " 42", "\n\n", "  ", " caf\xC3\xA9", " \xE4\xB8\xAD\xE6\x96\x87", "!!", "\t"};
     std::string text;
     for (size_t i = 0; text.size() < 1000000; ++i) text += words[(i * 7 + i / 3) % 11];
     const auto ids = qwen2.encode(text);

@@ -48,14 +48,18 @@ TEST(NpyTest, ReadsNumpyFilesAndRewritesThemByteForByte) {
     EXPECT_EQ(t.scalar_type(), dtype_from_numpy(c["dtype"]));
     EXPECT_EQ(t.sizes().vec(), c["shape"].get<std::vector<int64_t>>());
     EXPECT_DOUBLE_EQ(t.to(torch::kFloat64).sum().item<double>(), c["sum"].get<double>());
-    if (t.numel()) { EXPECT_DOUBLE_EQ(t.reshape({-1})[0].to(torch::kFloat64).item<double>(), c["first"].get<double>()); }
+    if (t.numel()) {
+      EXPECT_DOUBLE_EQ(t.reshape({-1})[0].to(torch::kFloat64).item<double>(), c["first"].get<double>());
+    }
     const std::string out = tmp_path("rewrite.npy");
     write_npy(out, t);
     const torch::Tensor back = read_npy(out);
     EXPECT_TRUE(torch::equal(back, t));
     EXPECT_EQ(back.sizes(), t.sizes());
     // Version-1 files: our writer produces numpy's exact bytes (header text and padding included).
-    if (c["version"].get<int>() == 1) { EXPECT_EQ(slurp(out), slurp(path)); }
+    if (c["version"].get<int>() == 1) {
+      EXPECT_EQ(slurp(out), slurp(path));
+    }
     std::remove(out.c_str());
   }
 }
@@ -126,9 +130,9 @@ TEST(NpyTest, AHostileHeaderIsRefusedBeforeAnythingIsAllocated) {
     return std::string("(accepted)");
   };
   const std::string huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }";
-  EXPECT_NE(refusal(npy_with_header(huge, 1, huge.size(), 16)).find("hostile.npy: truncated .npy data"),
-            std::string::npos);
-  const std::string overflow = "{'descr': '<i8', 'fortran_order': False, 'shape': (999999999999999999, 999999999999999999, 16), }";
+  EXPECT_NE(refusal(npy_with_header(huge, 1, huge.size(), 16)).find("hostile.npy: truncated .npy data"), std::string::npos);
+  const std::string overflow =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': (999999999999999999, 999999999999999999, 16), }";
   EXPECT_NE(refusal(npy_with_header(overflow, 1, overflow.size(), 64)).find("truncated .npy data"), std::string::npos);
   // A header length beyond the end of the file, in both length-field sizes.
   const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";

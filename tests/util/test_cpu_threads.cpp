@@ -96,7 +96,9 @@ TEST(CpuThreads, SessionInfoCarriesTheBlasThreadsNote) {
     const std::string want = blas_threads_note(blas_runs_own_threads(), usable_cpu_count(), at::get_num_threads(), 0);
     EXPECT_EQ(SessionAccess::state(s).blas_threads_note, want);
     EXPECT_NE(s.info().performance_note.find(want), std::string::npos) << s.info().performance_note;
-    if (blas_runs_own_threads() && usable_cpu_count() > 1) { EXPECT_FALSE(want.empty()); }
+    if (blas_runs_own_threads() && usable_cpu_count() > 1) {
+      EXPECT_FALSE(want.empty());
+    }
   }
   o.num_threads = 1;
   {
@@ -117,12 +119,16 @@ TEST(CpuThreads, SessionSizesThePoolsByWhereItsProductsRun) {
   { Session s = Session::open(test::bundle_dir(), o); }
   EXPECT_EQ(at::get_num_threads(), cpus);
   EXPECT_EQ(kernel_threads(), cpus);
-  if (blas_runs_own_threads()) { EXPECT_EQ(openblas_threads(), 1); }
+  if (blas_runs_own_threads()) {
+    EXPECT_EQ(openblas_threads(), 1);
+  }
   o.cpu_matmul = "float32";  // widened: the products run in the float32 BLAS
   { Session s = Session::open(test::bundle_dir(), o); }
   EXPECT_EQ(at::get_num_threads(), blas_runs_own_threads() ? 1 : cpus);
   EXPECT_EQ(kernel_threads(), cpus);  // the decode kernel: every CPU, beside either BLAS
-  if (blas_runs_own_threads()) { EXPECT_EQ(openblas_threads(), cpus); }
+  if (blas_runs_own_threads()) {
+    EXPECT_EQ(openblas_threads(), cpus);
+  }
   o.num_threads = 1;
   { Session s = Session::open(test::bundle_dir(), o); }
   EXPECT_EQ(kernel_threads(), 1);  // an explicit count holds for era's kernel too

@@ -47,7 +47,9 @@ TEST(Device, RefusesNamesThatAreNotDevices) {
 // must agree (the PyPI route's libtorch_cuda really is loaded, Debian's CPU-only one really is not).
 TEST(Device, CudaSupportIsTheBuilds) {
   EXPECT_EQ(device::cuda_compiled(), static_cast<bool>(ERA_BUILD_HAS_CUDA));
-  if (!device::cuda_compiled()) { EXPECT_EQ(device::cuda_device_count(), 0); }
+  if (!device::cuda_compiled()) {
+    EXPECT_EQ(device::cuda_device_count(), 0);
+  }
 }
 
 // The machines CI runs on have no GPU: "cuda" must fail up front with the reason, never later
@@ -86,14 +88,17 @@ TEST(Device, CurrentCudaStreamIsLibTorchsOrAClearError) {
               std::string::npos)
         << e.what();
   }
-  if (device::cuda_device_count() > 0) { EXPECT_NO_THROW(device::current_cuda_stream(device::resolve("cuda"))); }
+  if (device::cuda_device_count() > 0) {
+    EXPECT_NO_THROW(device::current_cuda_stream(device::resolve("cuda")));
+  }
 }
 
 // Everything that touches a device goes through util/device: no other engine file may call
 // LibTorch's CUDA-specific APIs or pick a CUDA device itself (those calls would bypass the
 // checks above and break the CPU-only build).
 TEST(Device, OnlyUtilDeviceCallsCudaApis) {
-  const std::regex cuda_api(R"(torch::cuda::|c10::cuda::|at::cuda::|#include\s*<(c10|ATen)/cuda/|torch::kCUDA|at::kCUDA|c10::kCUDA|cuda_runtime)");
+  const std::regex cuda_api(
+      R"(torch::cuda::|c10::cuda::|at::cuda::|#include\s*<(c10|ATen)/cuda/|torch::kCUDA|at::kCUDA|c10::kCUDA|cuda_runtime)");
   const fs::path src = fs::path(test::source_dir()) / "src";
   const fs::path allowed = src / "util" / "device.cpp";
   int scanned = 0;

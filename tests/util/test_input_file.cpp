@@ -46,7 +46,8 @@ TEST_F(InputFile, ReadsARegularFile) {
 TEST_F(InputFile, RefusesAFifoWithoutBlocking) {
   ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
   // A blocking open of a FIFO waits for a writer forever: run it where a hang shows as a timeout.
-  auto done = std::async(std::launch::async, [&] { return message_of([&] { read_input_file(path("fifo"), "tokenizer", 1 << 20); }); });
+  auto done =
+      std::async(std::launch::async, [&] { return message_of([&] { read_input_file(path("fifo"), "tokenizer", 1 << 20); }); });
   ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "reading a FIFO blocked";
   const std::string msg = done.get();
   EXPECT_NE(msg.find("tokenizer " + path("fifo")), std::string::npos) << msg;

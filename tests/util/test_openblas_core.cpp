@@ -23,7 +23,7 @@ TEST(OpenblasCore, OnlyAFallbackBelowTheCpusLevelIsReplaced) {
   EXPECT_EQ(openblas_core_to_request("prescott", true, true), "SkylakeX");  // lower-case spelling
   EXPECT_EQ(openblas_core_to_request("Prescott", false, false), "");        // an old CPU: right as it is
   EXPECT_EQ(openblas_core_to_request("Sandybridge", false, false), "");
-  EXPECT_EQ(openblas_core_to_request("Haswell", true, true), "");   // a choice made knowingly stands
+  EXPECT_EQ(openblas_core_to_request("Haswell", true, true), "");  // a choice made knowingly stands
   EXPECT_EQ(openblas_core_to_request("Zen", true, true), "");
   EXPECT_EQ(openblas_core_to_request("SkylakeX", true, true), "");
   EXPECT_EQ(openblas_core_to_request("Cooperlake", true, true), "");

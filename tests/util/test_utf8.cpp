@@ -12,11 +12,15 @@ const std::string kFffd = "\xEF\xBF\xBD";
 TEST(Utf8, LossyReplacesEachMaximalSubpartOnce) {
   EXPECT_EQ(lossy("plain ascii"), "plain ascii");
   EXPECT_EQ(lossy("\xE2\x82\xAC \xF0\x9F\xA6\x80"), "\xE2\x82\xAC \xF0\x9F\xA6\x80");
-  EXPECT_EQ(lossy("a\x80" "b"), "a" + kFffd + "b");
-  EXPECT_EQ(lossy("\xF0\x9F\x98"), kFffd);                      // a cut 4-byte sequence: one
-  EXPECT_EQ(lossy("\xE2\x82" "A"), kFffd + "A");
-  EXPECT_EQ(lossy("\xE0\x80\x80"), kFffd + kFffd + kFffd);      // overlong: E0 takes A0..BF only
-  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);      // a surrogate
+  EXPECT_EQ(lossy("a\x80"
+                  "b"),
+            "a" + kFffd + "b");
+  EXPECT_EQ(lossy("\xF0\x9F\x98"), kFffd);  // a cut 4-byte sequence: one
+  EXPECT_EQ(lossy("\xE2\x82"
+                  "A"),
+            kFffd + "A");
+  EXPECT_EQ(lossy("\xE0\x80\x80"), kFffd + kFffd + kFffd);              // overlong: E0 takes A0..BF only
+  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // a surrogate
   EXPECT_EQ(lossy("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // beyond U+10FFFF
   EXPECT_EQ(lossy("\xC0\xAF"), kFffd + kFffd);
   EXPECT_EQ(lossy("\xFF"), kFffd);

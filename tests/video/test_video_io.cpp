@@ -21,8 +21,7 @@ namespace {
 
 // numpy.linspace(0, n - 1, k, dtype=int), printed by numpy 2.x.
 TEST(VideoIo, FrameIndicesAreNumpyLinspaceTruncated) {
-  EXPECT_EQ(uniform_frame_indices(100, 16),
-            (std::vector<int64_t>{0, 6, 13, 19, 26, 33, 39, 46, 52, 59, 66, 72, 79, 85, 92, 99}));
+  EXPECT_EQ(uniform_frame_indices(100, 16), (std::vector<int64_t>{0, 6, 13, 19, 26, 33, 39, 46, 52, 59, 66, 72, 79, 85, 92, 99}));
   EXPECT_EQ(uniform_frame_indices(10, 16), (std::vector<int64_t>{0, 0, 1, 1, 2, 3, 3, 4, 4, 5, 6, 6, 7, 7, 8, 9}));
   EXPECT_EQ(uniform_frame_indices(7, 3), (std::vector<int64_t>{0, 3, 6}));
   EXPECT_EQ(uniform_frame_indices(1, 4), (std::vector<int64_t>{0, 0, 0, 0}));
@@ -101,7 +100,7 @@ TEST(VideoIo, FpsIndicesAreTransformersQwenSampleFrames) {
   // other families (multiple 1, no minimum): transformers' base rule, int(total / video_fps x fps)
   EXPECT_EQ(fps_frame_indices(20, 10, 1.5, 1, 1, 1024), (std::vector<int64_t>{0, 6, 13}));
   EXPECT_TRUE(fps_frame_indices(1, 10, 2, 2, 4, 768).empty());  // shorter than one temporal patch
-  EXPECT_TRUE(fps_frame_indices(20, 0, 2, 2, 4, 768).empty());   // no frame rate
+  EXPECT_TRUE(fps_frame_indices(20, 0, 2, 2, 4, 768).empty());  // no frame rate
 }
 
 TEST(VideoIo, SamplesPerSecondOfTheVideosTime) {
@@ -170,7 +169,8 @@ TEST(VideoIo, BadVideosAreImageErrorsNamingThePath) {
     cv::VideoWriter writer(dir + "/zero.avi", cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10.0, cv::Size(64, 48));
     writer.release();
   }
-  if (std::filesystem::exists(dir + "/zero.avi")) expect_video_error([&] { read_video_frames(dir + "/zero.avi", 4); }, "zero.avi: has no frames");
+  if (std::filesystem::exists(dir + "/zero.avi"))
+    expect_video_error([&] { read_video_frames(dir + "/zero.avi", 4); }, "zero.avi: has no frames");
   // a URL is never opened (VideoCapture would)
   expect_video_error([&] { read_video_frames("http://127.0.0.1:9/stream.mp4", 4); }, "no such file");
 }
@@ -211,7 +211,7 @@ std::string flat_jpeg(int w, int h) {
   j += '\x08';
   be16(j, h);
   be16(j, w);
-  j += std::string("\x01\x01\x11\x00", 4);  // one component, 1x1 sampling, table 0
+  j += std::string("\x01\x01\x11\x00", 4);     // one component, 1x1 sampling, table 0
   for (const char table : {'\x00', '\x10'}) {  // DC 0 and AC 0: one symbol (0), code "0"
     j += "\xFF\xC4";
     be16(j, 20);
@@ -287,12 +287,13 @@ TEST(VideoIo, FramesDeclaredAboveThePixelLimitAreRefusedBeforeDecoding) {
     test::write_file(path, one_frame_avi(declared, declared == 64 ? 48 : declared, frame));
     const int64_t rss_before = peak_rss_mib();
     const auto started = std::chrono::steady_clock::now();
-    expect_video_error([&] { read_video_frames(path, 4); }, path + ": declares frames of 16000x16000 pixels, above the limit "
-                                                                   "of 67108864 pixels (refused before decoding)");
+    expect_video_error([&] { read_video_frames(path, 4); }, path +
+                                                                ": declares frames of 16000x16000 pixels, above the limit "
+                                                                "of 67108864 pixels (refused before decoding)");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     EXPECT_LT(seconds, 1.0) << name << ": the refusal took " << seconds << " s";
-    EXPECT_LT(peak_rss_mib() - rss_before, 256) << name << ": the refusal raised the peak memory by "
-                                                << peak_rss_mib() - rss_before << " MiB";
+    EXPECT_LT(peak_rss_mib() - rss_before, 256)
+        << name << ": the refusal raised the peak memory by " << peak_rss_mib() - rss_before << " MiB";
   }
   // under a smaller limit, a modest declared size is refused the same way
   const std::string path = dir + "/modest.avi";

@@ -13,8 +13,8 @@
 #include "apps/bench/machine_limits.h"
 #include "apps/bench/memory.h"
 #include "era/debug.h"
-#include "model/cpu_matmul.h"
 #include "kernels/huge_pages.h"
+#include "model/cpu_matmul.h"
 #include "model/int8_weights.h"
 #include "pipeline/session_internals.h"
 #include "reduce/registry.h"
@@ -99,8 +99,8 @@ Spread shares_of_peak(const std::vector<double>& stage_ms, double work, const st
   return Spread::of(shares);
 }
 
-ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, const PreparedInput& in,
-                     const ModelDims& dims, MemoryProbe& memory, bool& peak_per_configuration, const VsMachine* probe) {
+ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, const PreparedInput& in, const ModelDims& dims,
+                     MemoryProbe& memory, bool& peak_per_configuration, const VsMachine* probe) {
   const Request request = make_request(o, c);
   for (int i = 0; i < o.warmup; ++i) session.generate(request);  // TorchScript profiling runs, caches
 
@@ -147,7 +147,8 @@ ConfigResult measure(Session& session, const BenchOptions& o, const Config& c, c
   row.flops = count_flops(dims, row.crops, row.prompt_tokens, row.generated_tokens, early, in.grids);
   if (probe) {
     row.vs_machine["gemm_gflops"] = Spread::of(peak_gflops);
-    row.vs_machine["vision_share"] = shares_of_peak(samples["vision"], (row.flops.vision + row.flops.projector) / 1e9, peak_gflops);
+    row.vs_machine["vision_share"] =
+        shares_of_peak(samples["vision"], (row.flops.vision + row.flops.projector) / 1e9, peak_gflops);
     row.vs_machine["prefill_share"] = shares_of_peak(samples["prefill"], row.flops.prefill / 1e9, peak_gflops);
     row.vs_machine["read_gbs"] = Spread::of(read_gbs);
     if (row.generated_tokens > 1) {  // one token: no decode step
@@ -172,9 +173,7 @@ const nlohmann::json* python_row(const nlohmann::json& python, const std::string
 // The Python reference feeds only the tokens a method kept through every decoder layer; an
 // in-decoder method (FastV, DART) runs all of them through layers < K in C++. Their timings are not
 // the same work, so no C++/Python ratio is given for those rows.
-bool comparable_with_python(const ConfigResult& row) {
-  return method_info(row.method).stage != MethodStage::kInDecoder;
-}
+bool comparable_with_python(const ConfigResult& row) { return method_info(row.method).stage != MethodStage::kInDecoder; }
 constexpr const char* kNotComparable =
     "in-decoder method: the Python reference prefills only the kept tokens, C++ every token up to layer K";
 
@@ -216,7 +215,8 @@ BenchReport run_benchmark(const BenchOptions& options) {
   }
   const auto configs = configurations(options);
   if (options.vs_machine_seconds > 0 && options.session.device != "cpu") {
-    throw Error(ErrorCode::kInvalidArgument, "--vs-machine times the CPU's GEMM, but the model runs on " + options.session.device);
+    throw Error(ErrorCode::kInvalidArgument,
+                "--vs-machine times the CPU's GEMM, but the model runs on " + options.session.device);
   }
 
   BenchReport report;
@@ -231,7 +231,8 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.model = session.info();
   report.threads = at::get_num_threads();
   report.kernel_threads = kernel_threads();
-  report.cpu_upcast_min_rows = cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
+  report.cpu_upcast_min_rows =
+      cpu_upcast_min_rows(SessionAccess::state(session).bundle, parse_cpu_matmul(options.session.cpu_matmul));
   const ModelBundle& bundle = SessionAccess::state(session).bundle;
   report.optimize_graphs = bundle.optimize_graphs;
   report.onednn_packed_linears = bundle.onednn_packed_linears;
@@ -295,18 +296,26 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                      {"row_split_linears", report.row_split_linears}};
   j["jit_optimize"] = {{"mode", o.session.jit_optimize}, {"optimize_graphs", report.optimize_graphs}};
   if (!report.int8_engine.empty()) {
-    j["int8"] = {{"engine", report.int8_engine},
-                 {"scheme", report.int8_scheme},
-                 {"freed_weight_copies_bytes", report.int8_sources_freed}};
+    j["int8"] = {
+        {"engine", report.int8_engine}, {"scheme", report.int8_scheme}, {"freed_weight_copies_bytes", report.int8_sources_freed}};
   }
   j["warmup"] = o.warmup;
   j["repeat"] = o.repeat;
   j["max_new_tokens"] = o.max_new_tokens;
-  j["model"] = {{"name", report.model.name}, {"arch", report.model.arch}, {"attention", report.model.attention},
-                {"vision_hidden", d.vision_hidden}, {"vision_intermediate", d.vision_intermediate},
-                {"vision_layers_run", d.vision_layers_run}, {"num_patches", d.num_patches},
-                {"hidden", d.hidden}, {"intermediate", d.intermediate}, {"layers", d.layers}, {"heads", d.heads},
-                {"kv_heads", d.kv_heads}, {"head_dim", d.head_dim}, {"vocab", d.vocab}};
+  j["model"] = {{"name", report.model.name},
+                {"arch", report.model.arch},
+                {"attention", report.model.attention},
+                {"vision_hidden", d.vision_hidden},
+                {"vision_intermediate", d.vision_intermediate},
+                {"vision_layers_run", d.vision_layers_run},
+                {"num_patches", d.num_patches},
+                {"hidden", d.hidden},
+                {"intermediate", d.intermediate},
+                {"layers", d.layers},
+                {"heads", d.heads},
+                {"kv_heads", d.kv_heads},
+                {"head_dim", d.head_dim},
+                {"vocab", d.vocab}};
   j["memory"] = {{"kind", report.memory_kind},
                  {"peak_per_configuration", report.peak_per_configuration},
                  {"resident_before_open_bytes", report.resident_before_open},
@@ -327,8 +336,11 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
     row["text_tokens"] = r.text_tokens;
     row["prompt_tokens"] = r.prompt_tokens;
     row["generated_tokens"] = r.generated_tokens;
-    row["flops"] = {{"vision", r.flops.vision}, {"projector", r.flops.projector}, {"prefill", r.flops.prefill},
-                    {"decode_per_token", r.flops.decode_per_token}, {"total", r.flops.total()}};
+    row["flops"] = {{"vision", r.flops.vision},
+                    {"projector", r.flops.projector},
+                    {"prefill", r.flops.prefill},
+                    {"decode_per_token", r.flops.decode_per_token},
+                    {"total", r.flops.total()}};
     nlohmann::json ms;
     for (const auto& [name, s] : r.ms) ms[name] = spread_json(s);
     row["ms"] = ms;
@@ -384,20 +396,21 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   out << "era_bench: " << report.model.name << " (" << report.model.arch << ", " << report.model.dtype << ", "
       << report.model.device << ", " << report.threads << " threads"
       << (report.kernel_threads != report.threads ? " (era's decode kernel " + std::to_string(report.kernel_threads) + ")" : "")
-      << (report.cpu_upcast_min_rows == 1   ? ", matmuls in float32"
+      << (report.cpu_upcast_min_rows == 1  ? ", matmuls in float32"
           : report.cpu_upcast_min_rows > 1 ? ", float32 matmuls from " + std::to_string(report.cpu_upcast_min_rows) + " rows"
-                                            : "")
-      << (report.onednn_packed_linears > 0 ? ", " + std::to_string(report.onednn_packed_linears) + " vision linears packed for oneDNN" : "")
+                                           : "")
+      << (report.onednn_packed_linears > 0
+              ? ", " + std::to_string(report.onednn_packed_linears) + " vision linears packed for oneDNN"
+              : "")
       << (report.row_split_linears > 0 ? ", " + std::to_string(report.row_split_linears) + " vision linears split by rows" : "")
-      << ") | vision " << d.vision_hidden << " x "
-      << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers << " layers, vocab " << d.vocab
-      << "\n";
+      << ") | vision " << d.vision_hidden << " x " << d.vision_layers_run << " layers | decoder " << d.hidden << " x " << d.layers
+      << " layers, vocab " << d.vocab << "\n";
   if (!report.model.performance_note.empty()) out << "note: " << report.model.performance_note << "\n";
-  out << (o.video.empty() ? "image " + o.image
-                          : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
-      << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup
-      << ", median of " << o.repeat << " [min-max] | model resident "
-      << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open))
+  out << (o.video.empty()
+              ? "image " + o.image
+              : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
+      << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup << ", median of " << o.repeat
+      << " [min-max] | model resident " << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open))
       << (report.huge_page_bytes > 0 ? fmt(" (decoder weights %.0f MiB moved to huge pages, ", mib(report.huge_page_bytes)) +
                                            fmt("%.0f MiB granted)", mib(report.resident_huge_pages))
                                      : std::string())
@@ -406,11 +419,10 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   const ConfigResult* full = full_row(report);
   char line[512];
   std::snprintf(line, sizeof line, "%-14s %6s %6s %9s %9s %21s %10s %21s %8s %8s %8s %7s\n", "method", "visual", "prompt",
-                "vision ms", "reduce ms", "prefill ms", "decode/tok", "end-to-end ms", "prefill", "ideal", "ideal",
-                "of");
+                "vision ms", "reduce ms", "prefill ms", "decode/tok", "end-to-end ms", "prefill", "ideal", "ideal", "of");
   out << line;
-  std::snprintf(line, sizeof line, "%-14s %6s %6s %9s %9s %21s %10s %21s %8s %8s %8s %7s\n", "", "tokens", "tokens", "",
-                "", "median [min-max]", "ms", "median [min-max]", "speedup", "tokens", "FLOPs", "ideal");
+  std::snprintf(line, sizeof line, "%-14s %6s %6s %9s %9s %21s %10s %21s %8s %8s %8s %7s\n", "", "tokens", "tokens", "", "",
+                "median [min-max]", "ms", "median [min-max]", "speedup", "tokens", "FLOPs", "ideal");
   out << line;
   for (const auto& r : report.rows) {
     const auto& pf = r.ms.at("prefill");
@@ -426,19 +438,19 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
     }
     const std::string pre = fmt("%.1f", pf.median) + " [" + fmt("%.1f", pf.min) + "-" + fmt("%.1f", pf.max) + "]";
     const std::string tot = fmt("%.1f", tt.median) + " [" + fmt("%.1f", tt.min) + "-" + fmt("%.1f", tt.max) + "]";
-    std::snprintf(line, sizeof line, "%-14s %6lld %6lld %9.1f %9.2f %21s %10.2f %21s %8s %8s %8s %7s\n",
-                  r.label().c_str(), static_cast<long long>(r.visual_tokens), static_cast<long long>(r.prompt_tokens),
-                  r.ms.at("vision").median, r.ms.at("reduce").median, pre.c_str(), r.ms.at("decode_per_token").median,
-                  tot.c_str(), sp.c_str(), it.c_str(), ifl.c_str(), of.c_str());
+    std::snprintf(line, sizeof line, "%-14s %6lld %6lld %9.1f %9.2f %21s %10.2f %21s %8s %8s %8s %7s\n", r.label().c_str(),
+                  static_cast<long long>(r.visual_tokens), static_cast<long long>(r.prompt_tokens), r.ms.at("vision").median,
+                  r.ms.at("reduce").median, pre.c_str(), r.ms.at("decode_per_token").median, tot.c_str(), sp.c_str(), it.c_str(),
+                  ifl.c_str(), of.c_str());
     out << line;
   }
 
   out << "\n";
-  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "method", "GFLOP", "GFLOP",
-                "GFLOP", "GFLOP", "reduce %", "KV cache", "KV alloc", "peak", "e2e");
+  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "method", "GFLOP", "GFLOP", "GFLOP",
+                "GFLOP", "reduce %", "KV cache", "KV alloc", "peak", "e2e");
   out << line;
-  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "", "vision", "projector",
-                "prefill", "decode/tok", "of full pf", "MiB", "MiB", "+MiB", "speedup");
+  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %12s %10s %10s %11s %11s %10s\n", "", "vision", "projector", "prefill",
+                "decode/tok", "of full pf", "MiB", "MiB", "+MiB", "speedup");
   out << line;
   for (const auto& r : report.rows) {
     std::string pct = "-", e2e = "-";
@@ -446,14 +458,15 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       pct = fmt("%.2f%%", 100.0 * r.ms.at("reduce").median / full->ms.at("prefill").median);
       e2e = fmt("%.2fx", full->ms.at("total").median / r.ms.at("total").median);
     }
-    std::snprintf(line, sizeof line, "%-14s %10.2f %10.2f %10.2f %12.3f %10s %10.2f %11.2f %11.1f %10s\n",
-                  r.label().c_str(), r.flops.vision / 1e9, r.flops.projector / 1e9, r.flops.prefill / 1e9,
-                  r.flops.decode_per_token / 1e9, pct.c_str(), mib(r.kv_cache_bytes), mib(r.kv_cache_allocated_bytes),
-                  mib(r.peak_over_baseline_bytes), e2e.c_str());
+    std::snprintf(line, sizeof line, "%-14s %10.2f %10.2f %10.2f %12.3f %10s %10.2f %11.2f %11.1f %10s\n", r.label().c_str(),
+                  r.flops.vision / 1e9, r.flops.projector / 1e9, r.flops.prefill / 1e9, r.flops.decode_per_token / 1e9,
+                  pct.c_str(), mib(r.kv_cache_bytes), mib(r.kv_cache_allocated_bytes), mib(r.peak_over_baseline_bytes),
+                  e2e.c_str());
     out << line;
   }
   out << "peak +MiB: " << report.memory_kind << " above the level before the timed runs"
-      << (report.peak_per_configuration ? " (peak reset per configuration)" : " (WARNING: the peak could not be reset: lifetime peak)")
+      << (report.peak_per_configuration ? " (peak reset per configuration)"
+                                        : " (WARNING: the peak could not be reset: lifetime peak)")
       << "\n";
 
   if (python.is_object()) {
@@ -472,8 +485,7 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
       }
       const double pv = py_median(*p, "vision_ms"), pp = py_median(*p, "prefill_ms"), pd = py_median(*p, "decode_ms_per_token");
       std::snprintf(line, sizeof line, "%-14s %12.1f %12.1f %12.2f %14.2f %14.2f\n", r.label().c_str(), pv, pp, pd,
-                    pp > 0 ? r.ms.at("prefill").median / pp : 0.0,
-                    pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0);
+                    pp > 0 ? r.ms.at("prefill").median / pp : 0.0, pd > 0 ? r.ms.at("decode_per_token").median / pd : 0.0);
       out << line;
     }
     out << "(ratio < 1: C++ faster; n/a: " << kNotComparable << ")\n";
@@ -481,12 +493,14 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   if (!report.vs_machine_dtype.empty()) {
     out << "\nagainst this machine's GEMM rate (" << report.vs_machine_dtype << " torch::linear " << GemmProbe::kM << "x"
         << GemmProbe::kK << "x" << GemmProbe::kN
-        << (report.vs_machine_packed ? ", the faster of the plain and the oneDNN-packed weight" : "") << ", timed for " << fmt("%g", o.vs_machine_seconds)
-        << " s before each timed request, and the memory read (sum of 1 GiB in huge pages) for as long; per request: the stage's FLOP rate"
+        << (report.vs_machine_packed ? ", the faster of the plain and the oneDNN-packed weight" : "") << ", timed for "
+        << fmt("%g", o.vs_machine_seconds)
+        << " s before each timed request, and the memory read (sum of 1 GiB in huge pages) for as long; per request: the stage's "
+           "FLOP rate"
         << " over that GEMM rate, and decode's weight bytes per second (" << fmt("%.3g", report.decode_weight_bytes / 1e9)
         << " GB a step) over that read rate; median [min-max])\n";
-    std::snprintf(line, sizeof line, "%-14s %24s %21s %21s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector", "prefill",
-                  "read GB/s", "decode");
+    std::snprintf(line, sizeof line, "%-14s %24s %21s %21s %21s %21s\n", "method", "GEMM GFLOP/s", "vision + projector",
+                  "prefill", "read GB/s", "decode");
     out << line;
     const auto range = [](const Spread& s, const char* f, double scale) {
       return fmt(f, s.median * scale) + " [" + fmt(f, s.min * scale) + "-" + fmt(f, s.max * scale) + "]";
@@ -504,7 +518,8 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
   }
   for (const auto& r : report.rows) {
     if (r.profile.ops.empty()) continue;
-    out << "\n" << r.label() << ": one profiled request, operators by self time (LibTorch profiler, calling thread)\n"
+    out << "\n"
+        << r.label() << ": one profiled request, operators by self time (LibTorch profiler, calling thread)\n"
         << format_op_profile(r.profile, o.profile_ops);
   }
   return out.str();
@@ -526,8 +541,12 @@ void dump_inputs(const BenchReport& report, const std::string& dir) {
     for (const auto& red : r.reductions) {
       images.push_back({{"original_tokens", red.original_tokens}, {"kept", red.kept}, {"bias", red.bias}});
     }
-    rows.push_back({{"label", r.label()}, {"method", r.method}, {"budget", r.budget},
-                    {"visual_tokens", r.visual_tokens}, {"prompt_tokens", r.prompt_tokens}, {"images", images}});
+    rows.push_back({{"label", r.label()},
+                    {"method", r.method},
+                    {"budget", r.budget},
+                    {"visual_tokens", r.visual_tokens},
+                    {"prompt_tokens", r.prompt_tokens},
+                    {"images", images}});
   }
   j["rows"] = rows;
   std::ofstream f(dir + "/inputs.json");

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <torch/script.h>
 #include "apps/bench/flops.h"
 #include "apps/bench/op_profile.h"
-#include <torch/script.h>
 
 #include "era/era.h"
 
@@ -82,11 +82,11 @@ struct BenchReport {
   std::string memory_kind;
   bool peak_per_configuration = true;  // false: the OS refused to reset the peak (lifetime peak)
   int64_t resident_before_open = 0, resident_after_open = 0;
-  int64_t peak_during_open = 0;  // the high-water mark while the bundle loaded (int8: packing)
-  int64_t huge_page_bytes = 0;   // decoder weights moved into huge pages at load (model/huge_pages.h)
+  int64_t peak_during_open = 0;     // the high-water mark while the bundle loaded (int8: packing)
+  int64_t huge_page_bytes = 0;      // decoder weights moved into huge pages at load (model/huge_pages.h)
   int64_t resident_huge_pages = 0;  // the process's memory in huge pages after the load (what Linux granted)
   int threads = 0;
-  int kernel_threads = 0;  // era's decode kernel (util/kernel_threads.h): more than `threads` beside a pthread OpenBLAS
+  int kernel_threads = 0;           // era's decode kernel (util/kernel_threads.h): more than `threads` beside a pthread OpenBLAS
   int64_t cpu_upcast_min_rows = 0;  // SessionOptions::cpu_matmul in effect: 0 = the model's dtype throughout
   bool optimize_graphs = true;      // SessionOptions::jit_optimize in effect (model/graph_optimizer.h)
   int onednn_packed_linears = 0;    // vision / projector linears packed for oneDNN at load (model/onednn_linear.h)

@@ -34,8 +34,8 @@ namespace {
 // Weight multiply-adds of one token through one decoder layer: q, k, v, o projections and the
 // gated MLP (gate, up, down).
 double layer_weights(const ModelDims& m) {
-  const double D = m.hidden, Hd = static_cast<double>(m.heads) * m.head_dim,
-               Hkvd = static_cast<double>(m.kv_heads) * m.head_dim, F = m.intermediate;
+  const double D = m.hidden, Hd = static_cast<double>(m.heads) * m.head_dim, Hkvd = static_cast<double>(m.kv_heads) * m.head_dim,
+               F = m.intermediate;
   return 2 * D * Hd + 2 * D * Hkvd + 3 * D * F;
 }
 double lm_head_weights(const ModelDims& m) { return static_cast<double>(m.hidden) * m.vocab; }
@@ -50,7 +50,9 @@ double decode_layer(const ModelDims& m, int64_t context) {
 }
 }  // namespace
 
-double prefill_flops(const ModelDims& m, int64_t prompt_tokens) { return m.layers * prefill_layer(m, prompt_tokens) + lm_head(m); }
+double prefill_flops(const ModelDims& m, int64_t prompt_tokens) {
+  return m.layers * prefill_layer(m, prompt_tokens) + lm_head(m);
+}
 
 double decode_step_flops(const ModelDims& m, int64_t context) { return m.layers * decode_layer(m, context) + lm_head(m); }
 
@@ -66,7 +68,8 @@ FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, 
   const int64_t early_tokens = k > 0 ? early.prompt_tokens : prompt_tokens;
   FlopCount f;
   if (!m.vision_cost.vision || !m.vision_cost.projector) {
-    throw Error(ErrorCode::kInvalidArgument, "count_flops: the model's vision FLOP formulas are not set (read_model_dims sets them)");
+    throw Error(ErrorCode::kInvalidArgument,
+                "count_flops: the model's vision FLOP formulas are not set (read_model_dims sets them)");
   }
   f.vision = m.vision_cost.vision(crops, grids);
   f.projector = m.vision_cost.projector(crops, grids);

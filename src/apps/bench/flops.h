@@ -74,7 +74,7 @@ struct EarlyLayers {
 // family's formulas decide which counts),
 // `prompt_tokens` decoder prompt tokens and `generated` answer tokens (decode steps =
 // generated - 1: the last token is never fed back).
-FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated,
-                      const EarlyLayers& early = {}, const std::vector<std::array<int64_t, 3>>& grids = {});
+FlopCount count_flops(const ModelDims& m, int64_t crops, int64_t prompt_tokens, int64_t generated, const EarlyLayers& early = {},
+                      const std::vector<std::array<int64_t, 3>>& grids = {});
 
 }  // namespace era::bench

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "apps/bench/core_latency.h"
-#include "model/bundle.h"
 #include "kernels/cpu_gemv.h"
-#include "model/cpu_matmul.h"
 #include "kernels/cpu_widened_attention.h"
 #include "kernels/huge_pages.h"
 #include "kernels/int8_linear.h"
 #include "kernels/onednn_linear.h"
+#include "model/bundle.h"
+#include "model/cpu_matmul.h"
 #include "util/cpu_threads.h"
 #include "util/kernel_threads.h"
 #include "util/openblas_core.h"
@@ -148,8 +148,7 @@ MachineLimits measure_machine(int threads, double seconds) {
     const int64_t K1 = 4096, N1 = 11008;
     const torch::Tensor x1 = torch::randn({1, K1}), scales = torch::rand({N1}) * 0.01;
     UncachedWeights w1(torch::randint(-127, 128, {N1, K1}, torch::kChar));
-    const double te =
-        best_seconds([&] { (void)int8_linear(x1, w1.next(), scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
+    const double te = best_seconds([&] { (void)int8_linear(x1, w1.next(), scales, c10::nullopt, kGemvMaxRows, 0); }, slice);
     m.gemv.push_back({"era-int8", 1, K1, N1, 2.0 * K1 * N1 / te / 1e9});
     m.gemv_gbs.push_back(static_cast<double>(K1 * N1) / te / 1e9);
   }
@@ -177,8 +176,10 @@ std::string format_machine(const MachineLimits& m) {
   std::ostringstream os;
   char line[256];
   os << "machine limits (LibTorch kernels; bf16-pack: the weight packed for oneDNN once; era-bf16 / era-int8: era's decode "
-        "kernel on bf16 / int8 weights (era-avx512 / era-avx2: its plainer bf16 loops, where the CPU has a better one: model/cpu_gemv.h); ATTN: one attention layer in bf16, sums in float32, LibTorch's operators "
-        "(bf16-ops) or era's kernel (era-bf16); " << m.threads << " threads"
+        "kernel on bf16 / int8 weights (era-avx512 / era-avx2: its plainer bf16 loops, where the CPU has a better one: "
+        "model/cpu_gemv.h); ATTN: one attention layer in bf16, sums in float32, LibTorch's operators "
+        "(bf16-ops) or era's kernel (era-bf16); "
+     << m.threads << " threads"
      << (m.kernel_threads != m.threads ? ", era's kernel " + std::to_string(m.kernel_threads) : std::string())
      << ", best of repeated runs)\n";
   for (const auto& g : m.gemm) {

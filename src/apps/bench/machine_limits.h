@@ -33,11 +33,11 @@ struct AttentionRate {
 
 struct MachineLimits {
   int threads = 0;
-  int kernel_threads = 0;            // era's decode kernel's (the era-bf16 / era-int8 rows)
-  std::string openblas_core;         // where LibTorch multiplies in OpenBLAS: its kernel set ("" with MKL)
-  std::vector<GemmRate> gemm;        // prefill-like products per dtype
-  std::vector<GemmRate> gemv;        // one-row products per dtype (gflops), see gemv_gbs
-  std::vector<double> gemv_gbs;      // their weight bytes per second
+  int kernel_threads = 0;        // era's decode kernel's (the era-bf16 / era-int8 rows)
+  std::string openblas_core;     // where LibTorch multiplies in OpenBLAS: its kernel set ("" with MKL)
+  std::vector<GemmRate> gemm;    // prefill-like products per dtype
+  std::vector<GemmRate> gemv;    // one-row products per dtype (gflops), see gemv_gbs
+  std::vector<double> gemv_gbs;  // their weight bytes per second
   std::vector<AttentionRate> attention;
   double read_gbs = 0, copy_gbs = 0;  // copy counts bytes read + written
   double core_to_core_ns = 0;         // bench/core_latency.h; 0 with fewer than two CPUs

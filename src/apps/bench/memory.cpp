@@ -29,9 +29,7 @@ MemoryProbe::MemoryProbe(const std::string& device) {
   if (cuda_) device_ = d;
 }
 
-int64_t MemoryProbe::current() const {
-  return cuda_ ? device::allocated_bytes(device_) : proc_status_bytes("VmRSS");
-}
+int64_t MemoryProbe::current() const { return cuda_ ? device::allocated_bytes(device_) : proc_status_bytes("VmRSS"); }
 
 bool MemoryProbe::reset_peak() {
   if (cuda_) {
@@ -48,9 +46,7 @@ bool MemoryProbe::reset_peak() {
   return static_cast<bool>(clear);
 }
 
-int64_t MemoryProbe::peak() const {
-  return cuda_ ? device::peak_allocated_bytes(device_) : proc_status_bytes("VmHWM");
-}
+int64_t MemoryProbe::peak() const { return cuda_ ? device::peak_allocated_bytes(device_) : proc_status_bytes("VmHWM"); }
 
 std::string MemoryProbe::what() const {
   return cuda_ ? "CUDA allocator, device " + device_.str() : "CPU resident set (VmRSS / VmHWM)";

@@ -27,7 +27,7 @@ struct StageTime {
 };
 
 struct OpProfile {
-  std::vector<OpStat> ops;       // by stage, then self time descending
+  std::vector<OpStat> ops;        // by stage, then self time descending
   std::vector<StageTime> stages;  // in order of first appearance
 };
 

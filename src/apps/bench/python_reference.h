@@ -9,9 +9,9 @@
 namespace era::bench {
 
 struct PythonReferenceOptions {
-  std::string script;                      // tools/bench_python_reference.py
+  std::string script;                       // tools/bench_python_reference.py
   std::string python = "/usr/bin/python3";  // an interpreter with torch
-  std::string work_dir;                    // where the inputs and the result go
+  std::string work_dir;                     // where the inputs and the result go
 };
 
 // Dumps the inputs (dump_inputs), runs the script with the report's warm-up / repeat / threads /

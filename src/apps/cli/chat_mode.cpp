@@ -71,7 +71,7 @@ void clear_interrupt(int wake_read_fd) {
 // when a worker took the signal: era_infer chat tests, under load).
 bool wait_for_line_or_ctrl_c(int fd, int wake_read_fd) {
   while (!g_interrupted.load()) {
-    struct pollfd p[2] {};
+    struct pollfd p[2]{};
     p[0].fd = fd;
     p[0].events = POLLIN;
     p[1].fd = wake_read_fd;  // a negative fd is ignored by poll
@@ -105,8 +105,13 @@ const char* kHelp =
 class Chat {
  public:
   Chat(Session& session, const ChatOptions& options, std::ostream& out, int wake_read_fd)
-      : session_(session), options_(options), base_(options.base), stats_(options.stats), out_(out),
-        pending_(options.images), wake_read_fd_(wake_read_fd) {}
+      : session_(session),
+        options_(options),
+        base_(options.base),
+        stats_(options.stats),
+        out_(out),
+        pending_(options.images),
+        wake_read_fd_(wake_read_fd) {}
 
   // false: leave the session.
   bool handle(const std::string& raw) {

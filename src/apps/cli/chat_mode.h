@@ -15,11 +15,11 @@
 namespace era::cli {
 
 struct ChatOptions {
-  Request base;                        // generation and reduction settings of every turn
-  std::vector<std::string> images;     // attached to the first turn (era_infer -i)
-  std::string first_message;           // asked before reading input (era_infer --chat -p)
-  bool stats = false;                  // print the statistics after each answer (/stats)
-  bool interactive = false;            // a terminal: print the "> " prompt and the banner
+  Request base;                     // generation and reduction settings of every turn
+  std::vector<std::string> images;  // attached to the first turn (era_infer -i)
+  std::string first_message;        // asked before reading input (era_infer --chat -p)
+  bool stats = false;               // print the statistics after each answer (/stats)
+  bool interactive = false;         // a terminal: print the "> " prompt and the banner
   // Prints the statistics of one answer (era_infer's --stats block).
   std::function<void(const ModelInfo&, const Result&)> print_stats;
 };

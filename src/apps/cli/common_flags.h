@@ -42,15 +42,15 @@ struct GenerationFlags {
 
 // The documented bounds of the flags (docs/cli.md, "Flag bounds"): a value outside is a parse error,
 // exit 2 with one line naming the flag, before anything is loaded.
-inline constexpr int kMaxThreads = 1024;                 // LibTorch starts one OS thread each
+inline constexpr int kMaxThreads = 1024;  // LibTorch starts one OS thread each
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 31;
 inline constexpr int64_t kMaxNewTokens = int64_t{1} << 24;  // also below the model's context (checked on load)
 inline constexpr int64_t kMaxTokens = int64_t{1} << 20;
 
 // A finite number in [lo, hi] (or (lo, hi] when `open_low`): CLI::Range lets NaN through.
 inline CLI::Validator finite_in(double lo, double hi, bool open_low = false) {
-  const std::string rule = std::string("a finite number in ") + (open_low ? "(" : "[") + CLI::detail::to_string(lo) +
-                           ", " + CLI::detail::to_string(hi) + "]";
+  const std::string rule = std::string("a finite number in ") + (open_low ? "(" : "[") + CLI::detail::to_string(lo) + ", " +
+                           CLI::detail::to_string(hi) + "]";
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double v = 0;
@@ -74,11 +74,12 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
   app.add_option("--threads", f.threads, "CPU threads (0 = one per usable CPU, or OMP_NUM_THREADS)")
       ->check(CLI::Range(0, kMaxThreads))
       ->capture_default_str();
-  app.add_option("--cpu-matmul", f.cpu_matmul,
-                 "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 "
-                 "where the CPU has no AMX-BF16/AMX-FP16 (nor, on AMD, AVX512-BF16; with them: the vision tower's bf16 "
-                 "weights packed for oneDNN), decode steps on era's AVX2/AVX-512 kernel; 'float32' = always widen; 'native' = LibTorch's "
-                 "kernels as they are")
+  app.add_option(
+         "--cpu-matmul", f.cpu_matmul,
+         "bfloat16/float16 models on the CPU: 'auto' = compute-bound matmuls (vision, prefill) in float32 "
+         "where the CPU has no AMX-BF16/AMX-FP16 (nor, on AMD, AVX512-BF16; with them: the vision tower's bf16 "
+         "weights packed for oneDNN), decode steps on era's AVX2/AVX-512 kernel; 'float32' = always widen; 'native' = LibTorch's "
+         "kernels as they are")
       ->check(CLI::IsMember({"auto", "float32", "native"}))
       ->capture_default_str();
   app.add_option("--jit-optimize", f.jit_optimize,
@@ -124,8 +125,7 @@ inline void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(finite_in(0, 1, true))->capture_default_str();
   app.add_option("--seed", f.seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS up to --max-new-tokens");
-  app.add_option("--method", f.method, methods_help("visual-token reduction (docs/methods.md):"))
-      ->capture_default_str();
+  app.add_option("--method", f.method, methods_help("visual-token reduction (docs/methods.md):"))->capture_default_str();
   app.add_option("--tokens", f.tokens, "visual tokens to keep per image (e.g. 64; LLaVA-NeXT: nominal, 160 = 32 per crop)")
       ->check(CLI::Range(int64_t{0}, kMaxTokens));
   app.add_option("--keep-ratio", f.keep_ratio, "fraction of visual tokens to keep per image, when --tokens is not given")

@@ -9,8 +9,8 @@
 //   4    internal error (a bug: please report the line)
 //   128+N  stopped by signal N (era_eval finishes the current batch first)
 // Header-only: the tools are thin.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>

@@ -3,11 +3,11 @@
 // The work is in src/apps/bench/; this file only maps flags to BenchOptions.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include "apps/bench/benchmark.h"
 #include "apps/bench/machine_limits.h"
@@ -23,10 +23,12 @@ int main(int argc, char** argv) {
   CLI::App app{"era_bench: time, FLOPs and memory per reduction method and budget"};
   era::cli::add_model_flags(app, model);
   auto* image = app.add_option("-i,--image", o.image, "image file");
-  auto* video = app.add_option("--video", o.video, "a video file or folder of frame images instead of an image (LLaVA-OneVision)");
+  auto* video =
+      app.add_option("--video", o.video, "a video file or folder of frame images instead of an image (LLaVA-OneVision)");
   image->excludes(video);
-  auto* frames = app.add_option("--frames", o.frames, "frames sampled from --video (default: a file's 16, a folder's every frame)")
-                     ->check(CLI::Range(1, era::Video::kMaxFrames));
+  auto* frames =
+      app.add_option("--frames", o.frames, "frames sampled from --video (default: a file's 16, a folder's every frame)")
+          ->check(CLI::Range(1, era::Video::kMaxFrames));
   era::cli::add_video_fps_flag(app, o.video_fps, frames);
   app.add_option("-p,--prompt", o.prompt, "question")->capture_default_str();
   app.add_option("--methods", o.methods, era::cli::methods_help("reduction methods, comma-separated:"))
@@ -74,7 +76,8 @@ int main(int argc, char** argv) {
     }
     if (model.model.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "a model bundle is required (-m)");
     if (!o.video.empty() && (!dump_dir.empty() || !py_script.empty())) {
-      throw era::Error(era::ErrorCode::kInvalidArgument, "--dump-inputs / --python-reference compare image requests only, not --video");
+      throw era::Error(era::ErrorCode::kInvalidArgument,
+                       "--dump-inputs / --python-reference compare image requests only, not --video");
     }
     o.bundle_dir = model.model;
     o.session = era::cli::session_options(model);
@@ -86,8 +89,9 @@ int main(int argc, char** argv) {
       era::bench::PythonReferenceOptions po;
       po.script = py_script;
       po.python = interpreter;
-      po.work_dir = dump_dir.empty() ? (std::filesystem::temp_directory_path() / ("era_bench_" + std::to_string(::getpid()))).string()
-                                     : dump_dir;
+      po.work_dir = dump_dir.empty()
+                        ? (std::filesystem::temp_directory_path() / ("era_bench_" + std::to_string(::getpid()))).string()
+                        : dump_dir;
       python = era::bench::run_python_reference(report, po);
       if (dump_dir.empty()) std::filesystem::remove_all(po.work_dir);
     }

@@ -3,26 +3,26 @@
 // model load (--methods a,b --tokens 64,128 --answers-dir DIR); `era_eval merge` joins the chunks.
 // Only flag parsing and printing live here; the runs themselves are the library's (eval/runner.h,
 // eval/run_plan.h).
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
-#include <filesystem>
-#include <optional>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "apps/cli/common_flags.h"
 #include "apps/cli/entry.h"
-#include "era/era.h"
 #include "apps/eval/answer_file.h"
 #include "apps/eval/merge.h"
 #include "apps/eval/progress.h"
 #include "apps/eval/question_file.h"
 #include "apps/eval/run_plan.h"
 #include "apps/eval/runner.h"
+#include "era/era.h"
 
 namespace {
 
@@ -160,8 +160,8 @@ int run(const Flags& f) {
   // interrupted part-way): the same "interrupted" summary and 128+signal as during the run.
   install_signal_handlers();
   std::fprintf(stderr, "era_eval: loading the model %s\n", f.model.model.c_str());
-  auto session = std::make_shared<std::optional<era::Session>>(
-      era::Session::open(f.model.model, era::cli::session_options(f.model)));
+  auto session =
+      std::make_shared<std::optional<era::Session>>(era::Session::open(f.model.model, era::cli::session_options(f.model)));
   if (g_stop.load()) {
     for (const auto& r : runs) {
       era::eval::EvalSummary nothing;
@@ -218,8 +218,9 @@ int merge(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"era_eval: answer a LLaVA question file (JSONL) with a model bundle, writing LLaVA-format answers; "
-               "sharded (--num-chunks/--chunk-idx), resumable (rerun the same command) and robust to bad items"};
+  CLI::App app{
+      "era_eval: answer a LLaVA question file (JSONL) with a model bundle, writing LLaVA-format answers; "
+      "sharded (--num-chunks/--chunk-idx), resumable (rerun the same command) and robust to bad items"};
   era::cli::add_model_flags(app, f.model);
   app.add_option("--questions,--question-file", f.questions, "question JSONL: question_id, image, text[, category] per line");
   app.add_option("--image-folder", f.image_folder, "folder the questions' image (and video) paths are relative to");
@@ -259,8 +260,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, era::cli::kMaxTokens));
 
-  CLI::App* merge_cmd = app.add_subcommand("merge", "join chunk answer files (in chunk order), checking that no question "
-                                                    "line is missing or answered twice");
+  CLI::App* merge_cmd = app.add_subcommand("merge",
+                                           "join chunk answer files (in chunk order), checking that no question "
+                                           "line is missing or answered twice");
   merge_cmd->add_option("--inputs", f.merge_inputs, "chunk answer files, in chunk order")->required();
   merge_cmd->add_option("-o,--output", f.merge_output, "merged answers file")->required();
   merge_cmd->add_option("--questions,--question-file", f.merge_questions,
@@ -275,7 +277,8 @@ int main(int argc, char** argv) {
                                       std::pair{&f.image_folder, "--image-folder"}}) {
       if (value->empty()) missing += std::string(missing.empty() ? "" : ", ") + flag;
     }
-    if (f.answers.empty() && f.answers_dir.empty()) missing += std::string(missing.empty() ? "" : ", ") + "--answers or --answers-dir";
+    if (f.answers.empty() && f.answers_dir.empty())
+      missing += std::string(missing.empty() ? "" : ", ") + "--answers or --answers-dir";
     if (!missing.empty()) throw era::Error(era::ErrorCode::kInvalidArgument, "missing " + missing + " (see --help)");
     return run(f);
   });

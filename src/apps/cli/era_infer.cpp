@@ -3,6 +3,7 @@
 // Only flag parsing and printing live here; everything else is the library (era/era.h).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "apps/cli/chat_mode.h"
 #include "apps/cli/common_flags.h"
@@ -91,12 +91,13 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
     const auto sizes = summarize(cluster_sizes);
     const auto bias = summarize(biases);
     const auto newlines = std::count(red.kept.begin(), red.kept.end(), int64_t{-1});
-    std::printf("  %s %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max %.3f\n",
-                red.media == era::MediaKind::kVideo ? "video" : "image", i, red.method.c_str(),
-                static_cast<long long>(red.kept.size() - newlines),
-                static_cast<long long>(red.original_tokens),
-                newlines ? (" + " + std::to_string(newlines) + " newlines").c_str() : "", sizes.min, sizes.median, sizes.max,
-                bias.min, bias.mean, bias.max);
+    std::printf(
+        "  %s %zu    %s: kept %lld of %lld tokens%s | cluster size min %.0f median %.0f max %.0f | b_k min %.3f mean %.3f max "
+        "%.3f\n",
+        red.media == era::MediaKind::kVideo ? "video" : "image", i, red.method.c_str(),
+        static_cast<long long>(red.kept.size() - newlines), static_cast<long long>(red.original_tokens),
+        newlines ? (" + " + std::to_string(newlines) + " newlines").c_str() : "", sizes.min, sizes.median, sizes.max, bias.min,
+        bias.mean, bias.max);
   }
   std::printf("prefill      %8.1f ms  (%.0f tokens/s)\n", s.prefill_ms,
               s.prefill_ms > 0 ? 1000.0 * s.prompt_tokens / s.prefill_ms : 0.0);
@@ -137,12 +138,9 @@ void dump_prompt(const std::string& dir, era::Session& session, const era::Reque
   era::write_npy(file("key_log_bias.npy"), bias);
   era::write_npy(file("layer_scales.npy"), torch::tensor(p.layer_bias_scale, torch::kFloat));
   era::write_npy(file("prompt_logits.npy"), p.logits.to(torch::kCPU, torch::kFloat));
-  const nlohmann::ordered_json j = {{"method", req.reduction.method},
-                                    {"prompt_tokens", p.embeds.size(1)},
-                                    {"visual_tokens", p.visual_tokens},
-                                    {"biased_keys", bias.ne(0).sum().item<int64_t>()},
-                                    {"hidden_size", p.embeds.size(2)},
-                                    {"vocab_size", p.logits.size(-1)},
+  const nlohmann::ordered_json j = {{"method", req.reduction.method},     {"prompt_tokens", p.embeds.size(1)},
+                                    {"visual_tokens", p.visual_tokens},   {"biased_keys", bias.ne(0).sum().item<int64_t>()},
+                                    {"hidden_size", p.embeds.size(2)},    {"vocab_size", p.logits.size(-1)},
                                     {"layers", p.layer_bias_scale.size()}};
   std::ofstream out(file("prompt.json"));
   if (!(out << j.dump(1) << "\n")) throw era::Error(era::ErrorCode::kInvalidArgument, "cannot write " + file("prompt.json"));
@@ -152,11 +150,12 @@ void write_attention_report(const std::string& path, const era::AttentionReport&
   nlohmann::json layers = nlohmann::json::array();
   for (size_t l = 0; l < report.layers.size(); ++l) {
     const auto& a = report.layers[l];
-    layers.push_back({{"layer", l},
-                      {"share_full", {{"system", a.share_full[0]}, {"visual", a.share_full[1]}, {"instruction", a.share_full[2]}}},
-                      {"share_reduced", {{"system", a.share_reduced[0]}, {"visual", a.share_reduced[1]}, {"instruction", a.share_reduced[2]}}},
-                      {"visual_logit_deviation", a.visual_logit_deviation},
-                      {"group_kl", a.group_kl}});
+    layers.push_back(
+        {{"layer", l},
+         {"share_full", {{"system", a.share_full[0]}, {"visual", a.share_full[1]}, {"instruction", a.share_full[2]}}},
+         {"share_reduced", {{"system", a.share_reduced[0]}, {"visual", a.share_reduced[1]}, {"instruction", a.share_reduced[2]}}},
+         {"visual_logit_deviation", a.visual_logit_deviation},
+         {"group_kl", a.group_kl}});
   }
   const nlohmann::json j = {{"method", report.method},
                             {"visual_tokens_full", report.visual_tokens_full},
@@ -168,13 +167,17 @@ void write_attention_report(const std::string& path, const era::AttentionReport&
 
 // The conversation mode: flags that write one answer's files make no sense there.
 int run_chat(const Flags& f) {
-  const std::pair<const char*, bool> single_answer_only[] = {
-      {"--json", f.json}, {"--no-template", f.no_template}, {"--save-viz", !f.save_viz.empty()},
-      {"--attn-report", !f.attn_report.empty()}, {"--dump-preprocessed", !f.dump_preprocessed.empty()},
-      {"--dump-tokens", !f.dump_tokens.empty()}, {"--dump-prompt", !f.dump_prompt.empty()},
-      {"--video", !f.videos.empty()}};
+  const std::pair<const char*, bool> single_answer_only[] = {{"--json", f.json},
+                                                             {"--no-template", f.no_template},
+                                                             {"--save-viz", !f.save_viz.empty()},
+                                                             {"--attn-report", !f.attn_report.empty()},
+                                                             {"--dump-preprocessed", !f.dump_preprocessed.empty()},
+                                                             {"--dump-tokens", !f.dump_tokens.empty()},
+                                                             {"--dump-prompt", !f.dump_prompt.empty()},
+                                                             {"--video", !f.videos.empty()}};
   for (const auto& [flag, given] : single_answer_only) {
-    if (given) throw era::Error(era::ErrorCode::kInvalidArgument, std::string(flag) + " is for one answer: give -p (without --chat)");
+    if (given)
+      throw era::Error(era::ErrorCode::kInvalidArgument, std::string(flag) + " is for one answer: give -p (without --chat)");
   }
   era::cli::ChatOptions o;
   o.base = era::cli::base_request(f.gen);
@@ -262,7 +265,8 @@ int answer(const Flags& f, era::Session& session, era::Request& req) {
     const era::MethodInfo method = era::method_info(req.reduction.method);
     if (method.stage != era::MethodStage::kNone) {
       j["era_options"] = nlohmann::ordered_json::parse(era::era_options_json(era::effective_era_options(req.reduction)));
-      if (!method.options.empty()) j["method_options"] = nlohmann::ordered_json::parse(era::baseline_options_json(req.reduction.baselines));
+      if (!method.options.empty())
+        j["method_options"] = nlohmann::ordered_json::parse(era::baseline_options_json(req.reduction.baselines));
     }
     j["reductions"] = nlohmann::ordered_json::array();
     for (const auto& red : r.reductions) j["reductions"].push_back(era::reduction_json(red));
@@ -290,8 +294,8 @@ int main(int argc, char** argv) {
                      ->check(CLI::Range(1, era::Video::kMaxFrames));
   era::cli::add_video_fps_flag(app, f.video_fps, frames);
   auto* prompt = app.add_option("-p,--prompt", f.prompt,
-                 "question; <image> / <video> mark where images / videos go (default: before the question). "
-                 "Without -p: chat mode");
+                                "question; <image> / <video> mark where images / videos go (default: before the question). "
+                                "Without -p: chat mode");
   app.add_flag("--chat", f.chat,
                "a conversation read from standard input (also without -p; -p is then the first message, -i the "
                "first images); /help lists its commands");

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/cli/common_flags.h"
 #include "apps/cli/entry.h"

@@ -11,7 +11,6 @@
 #include <set>
 
 #include "apps/cli/entry.h"
-#include "era/error.h"
 #include "apps/score/answers.h"
 #include "apps/score/comparison.h"
 #include "apps/score/gqa.h"
@@ -24,6 +23,7 @@
 #include "apps/score/scienceqa.h"
 #include "apps/score/video_choice.h"
 #include "apps/score/vqa_accuracy.h"
+#include "era/error.h"
 
 namespace {
 
@@ -43,7 +43,10 @@ void require(const std::string& value, const std::string& flag, const std::strin
 }
 
 int run_benchmark(const Flags& f) {
-  if (f.benchmark.empty()) usage_error("--benchmark is required (vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench, mvbench), or use 'era_score retention'");
+  if (f.benchmark.empty())
+    usage_error(
+        "--benchmark is required (vqav2, textvqa, gqa, pope, mme, sqa, mmbench, videomme, longvideobench, mvbench), or use "
+        "'era_score retention'");
   require(f.answers, "--answers", f.benchmark, "the answer JSONL");
   const std::string& b = f.benchmark;
   if (b == "vqav2") {
@@ -66,8 +69,8 @@ int run_benchmark(const Flags& f) {
     std::vector<std::string> all_ids;
     if (!f.test_questions.empty()) all_ids = read_question_ids(f.test_questions);
     write_vqav2_upload(f.upload, answers, f.test_questions.empty() ? nullptr : &all_ids);
-    std::cout << "wrote the VQAv2 upload " << f.upload << " ("
-              << (f.test_questions.empty() ? answers.answered() : all_ids.size()) << " questions)\n";
+    std::cout << "wrote the VQAv2 upload " << f.upload << " (" << (f.test_questions.empty() ? answers.answered() : all_ids.size())
+              << " questions)\n";
     if (f.annotations.empty()) return 0;
   }
 
@@ -183,8 +186,8 @@ int main(int argc, char** argv) {
       "  era_score compare --results results/*.json   (the papers' table: runs by budget, Avg. (%), visual tokens)"};
   app.add_option("--benchmark", f.benchmark,
                  "vqav2, textvqa, gqa, pope, mme, sqa, mmbench (or mmbench_cn), videomme, longvideobench, mvbench")
-      ->check(CLI::IsMember({"vqav2", "textvqa", "gqa", "pope", "mme", "sqa", "mmbench", "mmbench_cn", "videomme",
-                             "longvideobench", "mvbench"}));
+      ->check(CLI::IsMember(
+          {"vqav2", "textvqa", "gqa", "pope", "mme", "sqa", "mmbench", "mmbench_cn", "videomme", "longvideobench", "mvbench"}));
   app.add_option("--answers", f.answers, "answer JSONL (question_id, prompt, text, ...; error records are skipped)");
   app.add_option("--annotations", f.annotations,
                  "ground truth: vqav2 v2_mscoco_val2014_annotations.json | textvqa TextVQA_0.5.1_val.json | gqa "
@@ -212,9 +215,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   ret->add_option("--json", f.retention_json, "also write the table as JSON");
 
-  auto* cmp = app.add_subcommand("compare", "the papers' side-by-side table (Markdown): runs grouped by budget under "
-                                            "the full model's upper bound, one column per benchmark, Avg. (%), and "
-                                            "the mean real visual tokens");
+  auto* cmp = app.add_subcommand("compare",
+                                 "the papers' side-by-side table (Markdown): runs grouped by budget under "
+                                 "the full model's upper bound, one column per benchmark, Avg. (%), and "
+                                 "the mean real visual tokens");
   cmp->add_option("--results", f.results,
                   "one results JSON per (method, budget) run (era_score --json of era_eval answers), any benchmarks "
                   "each; the full model's is the upper bound")

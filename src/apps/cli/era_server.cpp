@@ -1,11 +1,11 @@
 // era_server: an OpenAI-compatible HTTP server (POST /v1/chat/completions, GET /v1/models,
 // GET /health) over one era::Session. Only flags, the listening socket and signals live here;
 // the endpoints are src/apps/server/ (docs/server.md).
-#include <CLI/CLI.hpp>
 #include <httplib.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -17,8 +17,8 @@
 
 #include "apps/cli/common_flags.h"
 #include "apps/cli/entry.h"
-#include "era/era.h"
 #include "apps/server/routes.h"
+#include "era/era.h"
 
 namespace {
 
@@ -52,7 +52,8 @@ void watch_for_stop_signal(httplib::Server& server, const std::atomic<bool>& fin
   bool told = false;
   while (!finished) {
     if (g_stop_signal != 0) {
-      if (!told) spdlog::warn("era_server: signal {}: finishing the requests in flight, then stopping", static_cast<int>(g_stop_signal));
+      if (!told)
+        spdlog::warn("era_server: signal {}: finishing the requests in flight, then stopping", static_cast<int>(g_stop_signal));
       told = true;
       // Again on every tick: a signal that came before listen_after_bind() started found
       // nothing to stop yet.

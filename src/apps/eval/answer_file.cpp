@@ -76,7 +76,8 @@ int open_and_lock(const std::string& path, int flags, const std::string& what, c
       errno = err;
       fail(ErrorCode::kInvalidArgument, "cannot lock " + what);
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev) {
       return fd;
@@ -144,10 +145,9 @@ AnswersLock::AnswersLock(const std::string& answers_path) : lock_path_(answers_p
   // A holder that is just finishing unlinks its lock file before it unlocks, so a lock won on an
   // unlinked inode is retried on the new file (open_and_lock).
   try {
-    held.fd = open_and_lock(lock_path_, O_RDWR | O_NONBLOCK,
-                            "the lock file " + lock_path_ + " of the answers file " + answers_path,
-                            "the answers file " + answers_path + " is in use by another process (another era_eval run holds " +
-                                lock_path_ + ")");
+    held.fd = open_and_lock(
+        lock_path_, O_RDWR | O_NONBLOCK, "the lock file " + lock_path_ + " of the answers file " + answers_path,
+        "the answers file " + answers_path + " is in use by another process (another era_eval run holds " + lock_path_ + ")");
   } catch (...) {
     held_locks().erase(lock_path_);
     throw;

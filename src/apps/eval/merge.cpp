@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/eval/answer_file.h"
 #include "apps/eval/records.h"
+#include "era/error.h"
 #include "util/input_file.h"
 
 namespace era::eval {
@@ -25,16 +25,16 @@ struct Source {
 
 }  // namespace
 
-MergeSummary merge_answer_files(const std::vector<std::string>& inputs, const std::string& output,
-                                const MergeOptions& options) {
+MergeSummary merge_answer_files(const std::vector<std::string>& inputs, const std::string& output, const MergeOptions& options) {
   if (inputs.empty()) throw Error(ErrorCode::kInvalidArgument, "merge: no input files");
   std::map<int64_t, Source> by_line;
   for (const auto& file : inputs) {
     const std::string content = read_whole(file);
     if (!content.empty() && content.back() != '\n') {
       throw Error(ErrorCode::kInvalidArgument,
-                  file + " ends with an incomplete line (its run was killed while writing): rerun that chunk with the "
-                         "same command (it resumes and repairs the file), then merge");
+                  file +
+                      " ends with an incomplete line (its run was killed while writing): rerun that chunk with the "
+                      "same command (it resumes and repairs the file), then merge");
     }
     std::istringstream lines(content);
     std::string text;
@@ -48,17 +48,16 @@ MergeSummary merge_answer_files(const std::vector<std::string>& inputs, const st
       if (!inserted) {
         throw Error(ErrorCode::kInvalidArgument,
                     "question line " + std::to_string(rec.line) + " is answered twice: " + it->second.file + " line " +
-                        std::to_string(it->second.file_line) + " and " + where +
-                        " (overlapping chunks, or a file given twice?)");
+                        std::to_string(it->second.file_line) + " and " + where + " (overlapping chunks, or a file given twice?)");
       }
     }
   }
-  const int64_t expected = options.expected_questions >= 0 ? options.expected_questions
-                                                           : (by_line.empty() ? 0 : by_line.rbegin()->first + 1);
+  const int64_t expected =
+      options.expected_questions >= 0 ? options.expected_questions : (by_line.empty() ? 0 : by_line.rbegin()->first + 1);
   if (!by_line.empty() && by_line.rbegin()->first >= expected) {
     throw Error(ErrorCode::kInvalidArgument, "question line " + std::to_string(by_line.rbegin()->first) +
-                                                 " has a record but the question file has only " +
-                                                 std::to_string(expected) + " questions");
+                                                 " has a record but the question file has only " + std::to_string(expected) +
+                                                 " questions");
   }
   // Every key is in [0, expected) now, so the gaps are expected - size; list the first few.
   const int64_t missing_count = expected - static_cast<int64_t>(by_line.size());

@@ -15,7 +15,7 @@ struct MergeOptions {
 struct MergeSummary {
   int64_t records = 0;  // written
   int64_t answers = 0;
-  int64_t errors = 0;   // error records found (written, or dropped with drop_errors)
+  int64_t errors = 0;  // error records found (written, or dropped with drop_errors)
 };
 
 // Reads `inputs` (chunk order), checks that no question line is duplicated or missing and that no

@@ -49,7 +49,8 @@ std::string Progress::format_bar(int64_t done, int64_t total, int64_t errors, do
   const Rates r = rates(done, total, elapsed_s);
   const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
   const int filled = static_cast<int>(frac * width);
-  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "]";
+  std::string bar =
+      "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "]";
   return bar + " " + std::to_string(done) + "/" + std::to_string(total) + " " + format_numbers("%5.1f", 100.0 * frac) + "% " +
          format_numbers("%.2f", r.per_second) + " items/s ETA " + format_duration(r.eta) + " errors " + std::to_string(errors);
 }

@@ -91,14 +91,14 @@ std::vector<Question> read_questions(const std::string& path) {
     start = end + 1;
     ++file_line;
     if (file_line == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 BOM
-    if (!text.empty() && text.back() == '\r') text.pop_back();                    // CRLF files
+    if (!text.empty() && text.back() == '\r') text.pop_back();                   // CRLF files
     const size_t bad = first_non_utf8_byte(text);
     if (bad != std::string::npos) {
       char byte[8];
       std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
       throw Error(ErrorCode::kInvalidArgument, "question file " + path + " line " + std::to_string(file_line) +
-                                                   ": not UTF-8 text (byte " + byte + " at column " +
-                                                   std::to_string(bad + 1) + "); the file must be UTF-8 JSON lines");
+                                                   ": not UTF-8 text (byte " + byte + " at column " + std::to_string(bad + 1) +
+                                                   "); the file must be UTF-8 JSON lines");
     }
     if (blank(text)) continue;
     out.push_back(parse_question(text, static_cast<int64_t>(out.size()), file_line));

@@ -19,14 +19,14 @@ namespace era::eval {
 using Json = nlohmann::ordered_json;
 
 struct Question {
-  int64_t line = 0;         // 0-based position among non-blank lines
-  int64_t file_line = 0;    // 1-based physical line number, for messages
-  Json question_id;  // copied as given (null when the line could not be parsed)
-  std::string image;        // as given, relative to the image folder ("" when absent)
-  std::string video;        // as given, relative to the image folder ("" when absent)
-  std::string text;         // as given: the answer's `prompt` is exactly this
-  std::string category;     // "" when absent
-  std::string error;        // non-empty: the line is malformed; the other fields may be empty
+  int64_t line = 0;       // 0-based position among non-blank lines
+  int64_t file_line = 0;  // 1-based physical line number, for messages
+  Json question_id;       // copied as given (null when the line could not be parsed)
+  std::string image;      // as given, relative to the image folder ("" when absent)
+  std::string video;      // as given, relative to the image folder ("" when absent)
+  std::string text;       // as given: the answer's `prompt` is exactly this
+  std::string category;   // "" when absent
+  std::string error;      // non-empty: the line is malformed; the other fields may be empty
 };
 
 // Parses one line (without its newline). Never throws: problems go to Question::error.

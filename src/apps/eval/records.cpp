@@ -8,17 +8,16 @@
 #include "report/result_json.h"
 
 namespace era::eval {
-Json answer_record(const Question& q, const Result& r, const RunSettings& run, const std::string& answer_id,
-                             int64_t batch_size) {
+Json answer_record(const Question& q, const Result& r, const RunSettings& run, const std::string& answer_id, int64_t batch_size) {
   const Stats& s = r.stats;
   Json meta = {{"line", q.line},
-                         {"method", run.method},
-                         {"tokens", run.tokens},
-                         {"visual_tokens", s.visual_tokens},
-                         {"generated_tokens", s.generated_tokens},
-                         {"finish_reason", r.finish_reason},
-                         {"batch_size", batch_size},
-                         {"timings", timings_json(s, /*round_to_us=*/true)}};
+               {"method", run.method},
+               {"tokens", run.tokens},
+               {"visual_tokens", s.visual_tokens},
+               {"generated_tokens", s.generated_tokens},
+               {"finish_reason", r.finish_reason},
+               {"batch_size", batch_size},
+               {"timings", timings_json(s, /*round_to_us=*/true)}};
   if (run.keep_ratio > 0.0f) meta["keep_ratio"] = run.keep_ratio;
   Json j;
   j["question_id"] = q.question_id;
@@ -39,9 +38,7 @@ Json error_record(const Question& q, const std::string& message) {
   return j;
 }
 
-std::string to_line(const Json& record) {
-  return record.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string to_line(const Json& record) { return record.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 StoredRecord parse_record(const std::string& text, const std::string& where) {
   StoredRecord rec;
@@ -62,8 +59,7 @@ StoredRecord parse_record(const std::string& text, const std::string& where) {
     rec.is_error = rec.json.contains("error");
   }
   if (rec.line < 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                where + " has no line index (metadata.line); is this an era_eval answers file?");
+    throw Error(ErrorCode::kInvalidArgument, where + " has no line index (metadata.line); is this an era_eval answers file?");
   }
   return rec;
 }
@@ -71,8 +67,8 @@ StoredRecord parse_record(const std::string& text, const std::string& where) {
 AnswerIdGenerator::AnswerIdGenerator() {
   std::random_device rd;
   const uint64_t t = static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
-  std::seed_seq seq{rd(), rd(), rd(), rd(), static_cast<unsigned>(t), static_cast<unsigned>(t >> 32),
-                    static_cast<unsigned>(::getpid())};
+  std::seed_seq seq{
+      rd(), rd(), rd(), rd(), static_cast<unsigned>(t), static_cast<unsigned>(t >> 32), static_cast<unsigned>(::getpid())};
   rng_.seed(seq);
 }
 

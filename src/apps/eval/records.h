@@ -18,8 +18,8 @@
 #include <random>
 #include <string>
 
-#include "era/era.h"
 #include "apps/eval/question_file.h"
+#include "era/era.h"
 
 namespace era::eval {
 
@@ -27,12 +27,11 @@ namespace era::eval {
 struct RunSettings {
   std::string model_id;
   std::string method = kUnreducedMethod;
-  int64_t tokens = 0;       // the nominal budget as requested (0: none / keep_ratio)
+  int64_t tokens = 0;  // the nominal budget as requested (0: none / keep_ratio)
   float keep_ratio = 0.0f;
 };
 
-Json answer_record(const Question& q, const Result& r, const RunSettings& run, const std::string& answer_id,
-                             int64_t batch_size);
+Json answer_record(const Question& q, const Result& r, const RunSettings& run, const std::string& answer_id, int64_t batch_size);
 Json error_record(const Question& q, const std::string& message);
 
 // One line of JSON, UTF-8 as is; invalid UTF-8 (a generation cut inside a character) is replaced

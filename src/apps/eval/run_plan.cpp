@@ -18,13 +18,12 @@ bool safe_char(char c) {
 
 }  // namespace
 
-std::string PlannedRun::label() const {
-  return tokens > 0 ? method + ", " + std::to_string(tokens) + " tokens" : method;
-}
+std::string PlannedRun::label() const { return tokens > 0 ? method + ", " + std::to_string(tokens) + " tokens" : method; }
 
 std::string run_file_name(const std::string& method, int64_t tokens) {
   std::string name = method;
-  std::replace_if(name.begin(), name.end(), [](char c) { return !safe_char(c); }, '-');
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !safe_char(c); }, '-');
   if (tokens > 0) name += "_" + std::to_string(tokens);
   return name + ".jsonl";
 }
@@ -34,7 +33,8 @@ std::vector<PlannedRun> plan_runs(const std::vector<std::string>& methods, const
   if (methods.empty()) bad("no method given (--methods)");
   for (size_t i = 0; i < budgets.size(); ++i) {
     if (budgets[i] < 0) bad("--tokens " + std::to_string(budgets[i]) + ": a budget must be >= 0");
-    if (std::find(budgets.begin(), budgets.begin() + static_cast<std::ptrdiff_t>(i), budgets[i]) != budgets.begin() + static_cast<std::ptrdiff_t>(i))
+    if (std::find(budgets.begin(), budgets.begin() + static_cast<std::ptrdiff_t>(i), budgets[i]) !=
+        budgets.begin() + static_cast<std::ptrdiff_t>(i))
       bad("--tokens lists " + std::to_string(budgets[i]) + " twice");
   }
   const std::vector<int64_t> each_budget = budgets.empty() ? std::vector<int64_t>{0} : budgets;
@@ -43,7 +43,8 @@ std::vector<PlannedRun> plan_runs(const std::vector<std::string>& methods, const
   for (size_t i = 0; i < methods.size(); ++i) {
     const std::string& m = methods[i];
     if (m.empty()) bad("--methods has an empty method name");
-    if (std::find(methods.begin(), methods.begin() + static_cast<std::ptrdiff_t>(i), m) != methods.begin() + static_cast<std::ptrdiff_t>(i))
+    if (std::find(methods.begin(), methods.begin() + static_cast<std::ptrdiff_t>(i), m) !=
+        methods.begin() + static_cast<std::ptrdiff_t>(i))
       bad("--methods lists " + m + " twice");
     for (const int64_t tokens : is_unreduced_method(m) ? std::vector<int64_t>{0} : each_budget) {
       PlannedRun run;

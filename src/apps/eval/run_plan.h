@@ -9,9 +9,9 @@
 namespace era::eval {
 
 struct PlannedRun {
-  std::string method;  // as given to the reducer ("era:dep+btr")
-  int64_t tokens = 0;  // nominal budget; 0 = none (the method keeps every token, or --keep-ratio)
-  std::string answers; // this run's answers JSONL
+  std::string method;         // as given to the reducer ("era:dep+btr")
+  int64_t tokens = 0;         // nominal budget; 0 = none (the method keeps every token, or --keep-ratio)
+  std::string answers;        // this run's answers JSONL
   std::string label() const;  // "era:dep+btr, 64 tokens" / "full"
 };
 

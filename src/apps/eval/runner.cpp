@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "era/error.h"
 #include "apps/eval/answer_file.h"
 #include "apps/eval/question_file.h"
 #include "apps/eval/records.h"
 #include "apps/eval/sharding.h"
+#include "era/error.h"
 #include "util/error_text.h"
 
 namespace era::eval {
@@ -20,9 +20,7 @@ class SessionBackend : public EvalBackend {
   explicit SessionBackend(Session session) : session_(std::move(session)), name_(session_.info().name) {}
   std::string model_name() const override { return name_; }
   Result generate(const Request& request) override { return session_.generate(request); }
-  std::vector<Result> generate_batch(const std::vector<Request>& requests) override {
-    return session_.generate_batch(requests);
-  }
+  std::vector<Result> generate_batch(const std::vector<Request>& requests) override { return session_.generate_batch(requests); }
 
  private:
   Session session_;
@@ -35,9 +33,7 @@ class SharedView : public EvalBackend {
   explicit SharedView(std::shared_ptr<EvalBackend> backend) : backend_(std::move(backend)) {}
   std::string model_name() const override { return backend_->model_name(); }
   Result generate(const Request& request) override { return backend_->generate(request); }
-  std::vector<Result> generate_batch(const std::vector<Request>& requests) override {
-    return backend_->generate_batch(requests);
-  }
+  std::vector<Result> generate_batch(const std::vector<Request>& requests) override { return backend_->generate_batch(requests); }
 
  private:
   std::shared_ptr<EvalBackend> backend_;
@@ -94,8 +90,8 @@ Request make_request(const EvalConfig& config, const Question& q) {
 
 // The records of one batch of questions, in their order. A batch that throws is redone one
 // request at a time so only the failing items become error records.
-std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, const RunSettings& run,
-                               AnswerIdGenerator& ids, const std::vector<const Question*>& batch) {
+std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, const RunSettings& run, AnswerIdGenerator& ids,
+                               const std::vector<const Question*>& batch) {
   std::vector<Json> records(batch.size());
   std::vector<size_t> slots;
   std::vector<Request> requests;
@@ -136,9 +132,7 @@ std::vector<Json> answer_batch(EvalBackend& backend, const EvalConfig& config, c
 
 }  // namespace
 
-std::unique_ptr<EvalBackend> session_backend(Session session) {
-  return std::make_unique<SessionBackend>(std::move(session));
-}
+std::unique_ptr<EvalBackend> session_backend(Session session) { return std::make_unique<SessionBackend>(std::move(session)); }
 
 std::function<std::unique_ptr<EvalBackend>()> shared_backend(std::function<std::unique_ptr<EvalBackend>()> open) {
   auto shared = std::make_shared<std::shared_ptr<EvalBackend>>();
@@ -162,8 +156,8 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
   const std::vector<Question> questions = read_questions(config.questions);
   const ChunkRange range = chunk_range(static_cast<int64_t>(questions.size()), config.num_chunks, config.chunk_idx);
   const std::string chunk_text = "chunk " + std::to_string(config.chunk_idx) + " of " + std::to_string(config.num_chunks) +
-                                 " (question lines [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
-                                 ") of " + config.questions + ")";
+                                 " (question lines [" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ") of " +
+                                 config.questions + ")";
 
   const fs::path parent = fs::path(config.answers).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec)) {
@@ -206,7 +200,8 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
                                                    ": use another --answers file, or the chunking of the run that wrote it");
     }
     char& seen = done[static_cast<size_t>(rec.line - range.begin)];
-    if (seen) throw Error(ErrorCode::kInvalidArgument, where + ": question line " + std::to_string(rec.line) + " has two records");
+    if (seen)
+      throw Error(ErrorCode::kInvalidArgument, where + ": question line " + std::to_string(rec.line) + " has two records");
     if (rec.is_error) {
       ++summary.retried;
       rewrite = true;
@@ -223,10 +218,9 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
     const Json method = meta.value("method", Json(config.request.reduction.method));
     const Json tokens = meta.value("tokens", Json(config.request.reduction.tokens));
     if (method != Json(config.request.reduction.method) || tokens != Json(config.request.reduction.tokens)) {
-      throw Error(ErrorCode::kInvalidArgument, where + " was made with --method " + method.dump() + " --tokens " +
-                                                   tokens.dump() + "; this run has --method \"" +
-                                                   config.request.reduction.method + "\" --tokens " +
-                                                   std::to_string(config.request.reduction.tokens) +
+      throw Error(ErrorCode::kInvalidArgument, where + " was made with --method " + method.dump() + " --tokens " + tokens.dump() +
+                                                   "; this run has --method \"" + config.request.reduction.method +
+                                                   "\" --tokens " + std::to_string(config.request.reduction.tokens) +
                                                    ": use another --answers file");
     }
     seen = 1;
@@ -268,8 +262,9 @@ EvalSummary run_eval(const EvalConfig& config, const std::function<std::unique_p
         summary.interrupted = true;
         break;
       }
-      const std::vector<const Question*> batch(todo.begin() + static_cast<std::ptrdiff_t>(start),
-                                               todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), start + batch_size)));
+      const std::vector<const Question*> batch(
+          todo.begin() + static_cast<std::ptrdiff_t>(start),
+          todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), start + batch_size)));
       const std::vector<Json> records = answer_batch(*backend, config, run, ids, batch);
       for (size_t k = 0; k < batch.size(); ++k) {
         const std::string line = to_line(records[k]);

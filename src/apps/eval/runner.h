@@ -43,10 +43,10 @@ std::unique_ptr<EvalBackend> session_backend(Session session);
 std::function<std::unique_ptr<EvalBackend>()> shared_backend(std::function<std::unique_ptr<EvalBackend>()> open);
 
 struct EvalConfig {
-  std::string questions;     // question JSONL
+  std::string questions;  // question JSONL
   std::string image_folder;
-  std::string answers;       // answers JSONL (created, or resumed)
-  std::string model_id;      // "" = the model's name
+  std::string answers;   // answers JSONL (created, or resumed)
+  std::string model_id;  // "" = the model's name
   int64_t num_chunks = 1, chunk_idx = 0;
   int64_t batch_size = 1;
   int video_frames = 0;  // frames per question video (era::Video::from_path; 0 = its default)
@@ -57,13 +57,13 @@ struct EvalConfig {
 };
 
 struct EvalSummary {
-  int64_t questions = 0;        // in this chunk
-  int64_t answered = 0;         // answers written by this run
-  int64_t skipped = 0;          // answered by an earlier run
-  int64_t errors = 0;           // error records written by this run
-  int64_t retried = 0;          // earlier error records removed to try again
-  int64_t torn_bytes = 0;       // incomplete last line cut from the answers file
-  bool interrupted = false;     // stopped early by `stop`
+  int64_t questions = 0;     // in this chunk
+  int64_t answered = 0;      // answers written by this run
+  int64_t skipped = 0;       // answered by an earlier run
+  int64_t errors = 0;        // error records written by this run
+  int64_t retried = 0;       // earlier error records removed to try again
+  int64_t torn_bytes = 0;    // incomplete last line cut from the answers file
+  bool interrupted = false;  // stopped early by `stop`
   // The real visual tokens the decoder saw (metadata.visual_tokens), over every answer of the chunk
   // now in the file, earlier runs' included: how many answers carry the count, and its mean.
   int64_t visual_token_answers = 0;
@@ -73,8 +73,8 @@ struct EvalSummary {
 struct EvalHooks {
   std::function<void(int64_t todo)> on_start;  // the model is loaded, `todo` questions to answer
   std::function<void(int64_t done, int64_t total, int64_t errors)> on_progress;  // after each batch
-  std::function<void(const std::string& line)> on_message;                        // notes, item errors
-  const std::atomic<bool>* stop = nullptr;  // checked between batches
+  std::function<void(const std::string& line)> on_message;                       // notes, item errors
+  const std::atomic<bool>* stop = nullptr;                                       // checked between batches
 };
 
 // Runs (or resumes) the evaluation. `open_backend` is called only if some question is left to do.

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
+#include "era/error.h"
 #include "util/input_file.h"
 
 namespace era::score {

@@ -26,7 +26,7 @@ std::string fixed(double v, int decimals) {
 // The papers' column names for the benchmarks era_score knows; the key for anything else.
 std::string column_title(const std::string& key, MmeTotal mme) {
   static const std::map<std::string, std::string> titles = {
-      {"vqav2", "VQAv2"}, {"gqa", "GQA"},   {"sqa", "SQA-IMG"},    {"textvqa", "TextVQA"}, {"pope", "POPE"},
+      {"vqav2", "VQAv2"}, {"gqa", "GQA"},     {"sqa", "SQA-IMG"},       {"textvqa", "TextVQA"}, {"pope", "POPE"},
       {"mme", "MME"},     {"mmbench", "MMB"}, {"mmbench_cn", "MMB-CN"}, {"mmvet", "MM-Vet"}};
   const auto it = titles.find(key);
   std::string title = it != titles.end() ? it->second : key;
@@ -58,14 +58,14 @@ std::string group_title(const Reduction& r, const std::optional<double>& full_to
   std::string title = "Retain " + budget_text(r);
   if (r.tokens > 0 && full_tokens && *full_tokens > 0)
     title += " (\xE2\x86\x93 " + fixed(100.0 * (1.0 - static_cast<double>(r.tokens) / *full_tokens), 1) + "%)";
-  else if (r.tokens == 0 && r.keep_ratio > 0)
-    title += " (\xE2\x86\x93 " + fixed(100.0 * (1.0 - r.keep_ratio), 1) + "%)";
+  else if (r.tokens == 0 && r.keep_ratio > 0) title += " (\xE2\x86\x93 " + fixed(100.0 * (1.0 - r.keep_ratio), 1) + "%)";
   return title;
 }
 
 // Display width of UTF-8 text (one column per code point), for aligned Markdown source.
 size_t display_width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string markdown_rows(const std::vector<std::vector<std::string>>& cells) {
@@ -92,8 +92,8 @@ std::string markdown_rows(const std::vector<std::vector<std::string>>& cells) {
 
 ordered_json row_json(const RetentionRow& row, const std::vector<std::string>& benchmarks, const std::optional<double>& visual,
                       const std::string& path) {
-  ordered_json r = {{"method", row.method}, {"results", path}, {"scores", ordered_json::object()},
-                    {"relative", ordered_json::object()}};
+  ordered_json r = {
+      {"method", row.method}, {"results", path}, {"scores", ordered_json::object()}, {"relative", ordered_json::object()}};
   for (size_t i = 0; i < benchmarks.size(); ++i) {
     if (!row.scores[i]) continue;
     r["scores"][benchmarks[i]] = *row.scores[i];
@@ -113,8 +113,9 @@ size_t find_reference(const std::vector<MethodScores>& runs) {
     if (runs[i].reduction && is_unreduced_method(runs[i].reduction->method)) found.push_back(i);
   if (found.size() == 1) return found[0];
   if (found.empty())
-    fail("no results file is from the full model (reduction method \"full\"): add its results, or name the upper "
-         "bound with --reference");
+    fail(
+        "no results file is from the full model (reduction method \"full\"): add its results, or name the upper "
+        "bound with --reference");
   fail("several results files are from the full model (" + runs[found[0]].path + ", " + runs[found[1]].path +
        "): name the upper bound with --reference");
 }
@@ -126,8 +127,8 @@ ComparisonTable compare_runs(const MethodScores& reference, const std::vector<Me
   t.reference_path = reference.path;
   t.reference_visual_tokens = mean_visual_tokens(reference, t.retention.benchmarks);
   ComparisonGroup upper;
-  upper.title = "Upper bound" + (t.reference_visual_tokens ? ": " + fixed(*t.reference_visual_tokens, 0) + " tokens" : std::string()) +
-                " (100%)";
+  upper.title = "Upper bound" +
+                (t.reference_visual_tokens ? ": " + fixed(*t.reference_visual_tokens, 0) + " tokens" : std::string()) + " (100%)";
   t.groups.push_back(upper);
   // The runs by budget, each a plain Reduction while grouping and sorting (a ComparisonGroup's is
   // optional, for the upper bound).
@@ -139,7 +140,8 @@ ComparisonTable compare_runs(const MethodScores& reference, const std::vector<Me
   for (size_t i = 0; i < runs.size(); ++i) {
     const MethodScores& run = runs[i];
     if (!run.reduction)
-      fail("results " + run.path + " does not say which run it is from (no \"reduction\"): score era_eval answers with "
+      fail("results " + run.path +
+           " does not say which run it is from (no \"reduction\"): score era_eval answers with "
            "era_score --json, or add \"reduction\": {\"method\": \"...\", \"tokens\": N}");
     t.visual_tokens.push_back(mean_visual_tokens(run, t.retention.benchmarks));
     t.paths.push_back(run.path);
@@ -199,9 +201,10 @@ std::string comparison_markdown(const ComparisonTable& t) {
     }
   }
   std::string out = markdown_rows(cells);
-  out += "\nAvg. (%): 100 x the unweighted mean over the benchmarks of score / upper bound. Visual tokens: the mean "
-         "number of visual tokens the decoder really saw per answer (era_eval's metadata.visual_tokens); the budget "
-         "in each heading is the nominal one.";
+  out +=
+      "\nAvg. (%): 100 x the unweighted mean over the benchmarks of score / upper bound. Visual tokens: the mean "
+      "number of visual tokens the decoder really saw per answer (era_eval's metadata.visual_tokens); the budget "
+      "in each heading is the nominal one.";
   out += std::string(" MME enters as ") + (rt.mme == MmeTotal::kPerception ? "Perception" : "Perception + Cognition") + ".\n";
   if (partial) out += "\n\\* averaged over the benchmarks the run has (\"-\" = missing).\n";
   if (!rt.zero_reference.empty()) out += "\n" + zero_reference_note(rt);

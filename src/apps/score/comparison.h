@@ -21,10 +21,10 @@ struct ComparisonGroup {
 struct ComparisonTable {
   RetentionTable retention;  // the reference (upper bound) and every run's scores, ratios, Avg.
   std::string reference_path;
-  std::optional<double> reference_visual_tokens;    // mean real count, when the results carry it
-  std::vector<std::optional<double>> visual_tokens; // per retention row
-  std::vector<std::string> paths;                   // per retention row: its results file
-  std::vector<ComparisonGroup> groups;              // upper bound first, then budgets, largest first
+  std::optional<double> reference_visual_tokens;     // mean real count, when the results carry it
+  std::vector<std::optional<double>> visual_tokens;  // per retention row
+  std::vector<std::string> paths;                    // per retention row: its results file
+  std::vector<ComparisonGroup> groups;               // upper bound first, then budgets, largest first
 };
 
 // Index of the reference among `runs`: the one run whose reduction method is "full". Throws

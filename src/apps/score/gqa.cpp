@@ -2,9 +2,9 @@
 
 #include <map>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 

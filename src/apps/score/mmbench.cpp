@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "era/error.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -14,9 +14,9 @@ namespace {
 
 // pandas' default NA strings, plus LLaVA's is_none() ("nan"/"none" in any case).
 bool is_none(const std::string& v) {
-  static const std::set<std::string> na = {"",     "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
-                                           "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",     "NULL",     "NaN",  "None",
-                                           "n/a",  "nan",  "null"};
+  static const std::set<std::string> na = {"",     "#N/A",   "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN",
+                                           "-nan", "1.#IND", "1.#QNAN",  "<NA>", "N/A",     "NA",       "NULL",
+                                           "NaN",  "None",   "n/a",      "nan",  "null"};
   if (na.count(v)) return true;
   const std::string l = py_lower(v);
   return l == "nan" || l == "none";
@@ -39,8 +39,7 @@ std::optional<char> answer_is_letter(const std::string& pred, const std::string&
     size_t i = pos + phrase.size();
     while (i < pred.size() && (pred[i] == ' ' || pred[i] == '\t' || pred[i] == ':')) ++i;
     if (i < pred.size() && pred[i] == '(') ++i;
-    if (i < pred.size() && letters.find(pred[i]) != std::string::npos &&
-        (i + 1 == pred.size() || !is_alnum_ascii(pred[i + 1])))
+    if (i < pred.size() && letters.find(pred[i]) != std::string::npos && (i + 1 == pred.size() || !is_alnum_ascii(pred[i + 1])))
       return pred[i];
   }
   return std::nullopt;
@@ -59,7 +58,7 @@ Tsv parse_tsv(const std::string& text, const std::set<std::string>& drop_columns
   std::vector<std::string> row;
   std::string field;
   State state = kStart;
-  std::vector<bool> dropped;  // per column, known once the header row is complete
+  std::vector<bool> dropped;              // per column, known once the header row is complete
   bool header_done = false, any = false;  // any: the current line has a character
   auto append = [&](char c) {
     any = true;

@@ -53,9 +53,9 @@ struct MmbCategory {
 };
 
 struct MmbResult {
-  size_t groups = 0, correct_groups = 0;  // complete groups (every row answered) and the correct ones
-  double circular_accuracy = 0;           // %, the MMBench score
-  size_t incomplete_groups = 0;           // some row without an answer (or an error record): not scored
+  size_t groups = 0, correct_groups = 0;               // complete groups (every row answered) and the correct ones
+  double circular_accuracy = 0;                        // %, the MMBench score
+  size_t incomplete_groups = 0;                        // some row without an answer (or an error record): not scored
   size_t first_pass_rows = 0, first_pass_correct = 0;  // k = 0 rows answered (vanilla single pass)
   double first_pass_accuracy = 0;                      // %
   size_t error_records = 0, unmatched = 0, duplicates = 0, unparsed = 0;  // unparsed: answered rows with no letter

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -20,9 +20,7 @@ bool is_in(const std::vector<std::string>& list, const std::string& s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
-double percent(size_t part, size_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) * 100.0 : 0.0;
-}
+double percent(size_t part, size_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) * 100.0 : 0.0; }
 
 }  // namespace
 
@@ -39,8 +37,8 @@ std::string mme_parse(const std::string& text) {
 }
 
 const std::vector<std::string>& mme_perception_subtasks() {
-  static const std::vector<std::string> v = {"existence", "count",     "position", "color",   "posters",
-                                             "celebrity", "scene",     "landmark", "artwork", "OCR"};
+  static const std::vector<std::string> v = {"existence", "count", "position", "color",   "posters",
+                                             "celebrity", "scene", "landmark", "artwork", "OCR"};
   return v;
 }
 
@@ -116,7 +114,7 @@ MmeGroundTruth::MmeGroundTruth(std::string root) : root_(std::move(root)) {
 }
 
 std::optional<std::string> MmeGroundTruth::lookup(const std::string& subtask, const std::string& txt_name,
-                                                   const std::string& question) {
+                                                  const std::string& question) {
   const auto key = std::make_pair(subtask, txt_name);
   auto it = files_.find(key);
   if (it == files_.end()) {
@@ -135,13 +133,12 @@ std::optional<std::string> MmeGroundTruth::lookup(const std::string& subtask, co
         if (stripped.empty()) continue;
         const auto fields = py_split(stripped, "\t");
         if (fields.size() != 2)
-          throw Error(ErrorCode::kInvalidArgument, "MME ground truth " + file.string() + " line " + std::to_string(number) +
-                                                       ": expected question<TAB>Yes|No");
+          throw Error(ErrorCode::kInvalidArgument,
+                      "MME ground truth " + file.string() + " line " + std::to_string(number) + ": expected question<TAB>Yes|No");
         const std::string gold = py_lower(fields[1]);
         if (gold != "yes" && gold != "no")
-          throw Error(ErrorCode::kInvalidArgument, "MME ground truth " + file.string() + " line " +
-                                                       std::to_string(number) + ": the answer must be Yes or No, got \"" +
-                                                       fields[1] + "\"");
+          throw Error(ErrorCode::kInvalidArgument, "MME ground truth " + file.string() + " line " + std::to_string(number) +
+                                                       ": the answer must be Yes or No, got \"" + fields[1] + "\"");
         qa[fields[0]] = gold;
       }
     }

@@ -35,7 +35,7 @@ struct MmeSubtask {
 };
 
 struct MmeResult {
-  std::vector<MmeSubtask> subtasks;  // perception subtasks, cognition subtasks, then others, each in table order
+  std::vector<MmeSubtask> subtasks;      // perception subtasks, cognition subtasks, then others, each in table order
   double perception = 0, cognition = 0;  // sums over the subtasks present
   double total() const { return perception + cognition; }
   std::vector<std::string> missing_subtasks;  // of the 14 official ones, those with no answers

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {

@@ -35,7 +35,7 @@ struct PopeSplit {
 };
 
 struct PopeResult {
-  std::vector<PopeSplit> splits;  // sorted by name
+  std::vector<PopeSplit> splits;          // sorted by name
   double mean_f1 = 0, mean_accuracy = 0;  // fractions, over the splits that have answers
   size_t unmatched = 0;  // answers whose question_id is not in the question file or whose category has no label file
   size_t error_records() const;

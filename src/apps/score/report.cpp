@@ -8,8 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -40,12 +40,16 @@ ScoreReport make_report(const VqaResult& r, const std::string& benchmark) {
   s.score = r.accuracy;
   s.metric = "VQA accuracy (%)";
   s.values = {{"accuracy", r.accuracy}};
-  s.counts = {{"scored", d(r.scored)},       {"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)},
-              {"duplicates", d(r.duplicates)}, {"missing", d(r.missing)}};
+  s.counts = {{"scored", d(r.scored)},
+              {"error_records", d(r.error_records)},
+              {"unmatched", d(r.unmatched)},
+              {"duplicates", d(r.duplicates)},
+              {"missing", d(r.missing)}};
   if (benchmark == "textvqa") {
     s.title = "TextVQA (val)";
-    s.notes.push_back("protocol: LLaVA eval_textvqa.py - MMF normaliser on the prediction and the 10 answers, "
-                      "join on (question_id = image_id, question from the prompt)");
+    s.notes.push_back(
+        "protocol: LLaVA eval_textvqa.py - MMF normaliser on the prediction and the 10 answers, "
+        "join on (question_id = image_id, question from the prompt)");
     s.counts.push_back({"ocr_prompts", d(r.ocr_prompts)});
     if (r.ocr_prompts == r.scored)
       s.notes.push_back("OCR tokens in every prompt (LLaVA's protocol, comparable with its 58.2 / 61.3)");
@@ -56,8 +60,9 @@ ScoreReport make_report(const VqaResult& r, const std::string& benchmark) {
                         " prompts: mixed protocol");
   } else {
     s.title = "VQAv2 (val, local)";
-    s.notes.push_back("protocol: VQA server accuracy (vqaEval.py) of LLaVA's normalised upload; published VQAv2 "
-                      "numbers are test-dev from EvalAI (write the upload with --upload)");
+    s.notes.push_back(
+        "protocol: VQA server accuracy (vqaEval.py) of LLaVA's normalised upload; published VQAv2 "
+        "numbers are test-dev from EvalAI (write the upload with --upload)");
   }
   if (!r.by_type.empty()) {
     ReportTable t{"answer_types", {"questions", "accuracy"}, {0, 2}, {}, {}};
@@ -79,8 +84,8 @@ ScoreReport make_report(const GqaResult& r) {
   s.metric = "accuracy (%)";
   s.score = r.accuracy;
   s.values = {{"accuracy", r.accuracy}};
-  s.counts = {{"scored", d(r.scored)},         {"correct", d(r.correct)},       {"error_records", d(r.error_records)},
-              {"unmatched", d(r.unmatched)},   {"duplicates", d(r.duplicates)}, {"unbalanced", d(r.unbalanced)},
+  s.counts = {{"scored", d(r.scored)},       {"correct", d(r.correct)},       {"error_records", d(r.error_records)},
+              {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)}, {"unbalanced", d(r.unbalanced)},
               {"missing", d(r.missing)}};
   if (!r.by_structural.empty()) {
     ReportTable t{"structural", {"questions", "correct", "accuracy"}, {0, 0, 2}, {}, {}};
@@ -112,8 +117,8 @@ ScoreReport make_report(const PopeResult& r) {
   for (const auto& sp : r.splits) {
     const auto& m = sp.metrics;
     t.row_labels.push_back(sp.name);
-    t.rows.push_back({d(sp.answers), d(sp.labels), d(m.tp), d(m.fp), d(m.tn), d(m.fn), 100 * m.accuracy,
-                      100 * m.precision, 100 * m.recall, 100 * m.f1, 100 * m.yes_ratio});
+    t.rows.push_back({d(sp.answers), d(sp.labels), d(m.tp), d(m.fp), d(m.tn), d(m.fn), 100 * m.accuracy, 100 * m.precision,
+                      100 * m.recall, 100 * m.f1, 100 * m.yes_ratio});
     if (m.n() == 0) {
       ++without;
       continue;
@@ -121,13 +126,14 @@ ScoreReport make_report(const PopeResult& r) {
     s.values.push_back({"f1_" + sp.name, 100 * m.f1});
     s.values.push_back({"accuracy_" + sp.name, 100 * m.accuracy});
     if (sp.answers != sp.labels)
-      s.notes.push_back("split " + sp.name + ": " + std::to_string(sp.answers) + " answers for " +
-                        std::to_string(sp.labels) + " labels (paired by position up to the shorter)");
+      s.notes.push_back("split " + sp.name + ": " + std::to_string(sp.answers) + " answers for " + std::to_string(sp.labels) +
+                        " labels (paired by position up to the shorter)");
   }
   s.tables.push_back(t);
   s.counts = {{"error_records", d(r.error_records())}, {"unmatched", d(r.unmatched)}};
-  s.notes.push_back("protocol: LLaVA eval_pope.py - first-sentence yes/no parse, answers paired with labels by "
-                    "position per split; headline = mean of the split F1s");
+  s.notes.push_back(
+      "protocol: LLaVA eval_pope.py - first-sentence yes/no parse, answers paired with labels by "
+      "position per split; headline = mean of the split F1s");
   if (without) s.notes.push_back(std::to_string(without) + " split(s) without answers (left out of the means)");
   skipped_notes(s, r.error_records(), r.unmatched, 0, 0, "");
   return s;
@@ -147,14 +153,15 @@ ScoreReport make_report(const MmeResult& r) {
                 {}};
   for (const auto& st : r.subtasks) {
     t.row_labels.push_back(st.name);
-    t.rows.push_back({d(st.questions), d(st.correct), d(st.other), d(st.images), d(st.images_all_correct), st.acc,
-                      st.acc_plus, st.score()});
+    t.rows.push_back(
+        {d(st.questions), d(st.correct), d(st.other), d(st.images), d(st.images_all_correct), st.acc, st.acc_plus, st.score()});
   }
   s.tables.push_back(t);
-  s.counts = {{"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)},
-              {"incomplete_images", d(r.incomplete_images)}};
-  s.notes.push_back("protocol: LLaVA convert_answer_to_mme.py + MME calculation.py; score = Perception "
-                    "(LLaVA's tables); Cognition and Perception + Cognition are stored too");
+  s.counts = {
+      {"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)}, {"incomplete_images", d(r.incomplete_images)}};
+  s.notes.push_back(
+      "protocol: LLaVA convert_answer_to_mme.py + MME calculation.py; score = Perception "
+      "(LLaVA's tables); Cognition and Perception + Cognition are stored too");
   if (!r.missing_subtasks.empty()) {
     std::string list;
     for (const auto& m : r.missing_subtasks) list += (list.empty() ? "" : ", ") + m;
@@ -173,11 +180,12 @@ ScoreReport make_report(const SqaResult& r) {
   s.metric = "IMG accuracy (%)";
   s.score = r.img_accuracy;
   s.values = {{"img_accuracy", r.img_accuracy}, {"accuracy", r.accuracy}};
-  s.counts = {{"img_total", d(r.img_total)},       {"img_correct", d(r.img_correct)},     {"total", d(r.total)},
-              {"correct", d(r.correct)},           {"failed_parses", d(r.failed_parses)}, {"error_records", d(r.error_records)},
-              {"unmatched", d(r.unmatched)},       {"duplicates", d(r.duplicates)},       {"missing", d(r.missing)}};
-  s.notes.push_back("protocol: LLaVA eval_science_qa.py - 3-rule letter parse; IMG = answers whose prompt has "
-                    "\"<image>\"; accuracy = all answered test problems");
+  s.counts = {{"img_total", d(r.img_total)}, {"img_correct", d(r.img_correct)},     {"total", d(r.total)},
+              {"correct", d(r.correct)},     {"failed_parses", d(r.failed_parses)}, {"error_records", d(r.error_records)},
+              {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)},       {"missing", d(r.missing)}};
+  s.notes.push_back(
+      "protocol: LLaVA eval_science_qa.py - 3-rule letter parse; IMG = answers whose prompt has "
+      "\"<image>\"; accuracy = all answered test problems");
   skipped_notes(s, r.error_records, r.unmatched, r.duplicates, r.missing, "test problem(s)");
   return s;
 }
@@ -207,8 +215,9 @@ ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchma
   s.metric = "accuracy (%)";
   s.score = r.accuracy;
   s.values = {{"accuracy", r.accuracy}};
-  s.counts = {{"total", d(r.total)},           {"correct", d(r.correct)},       {"unparsed", d(r.unparsed)},
-              {"error_records", d(r.error_records)}, {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)},
+  s.counts = {{"total", d(r.total)},         {"correct", d(r.correct)},
+              {"unparsed", d(r.unparsed)},   {"error_records", d(r.error_records)},
+              {"unmatched", d(r.unmatched)}, {"duplicates", d(r.duplicates)},
               {"missing", d(r.missing)}};
   if (mvbench) s.counts.insert(s.counts.begin() + 3, {"empty", d(r.empty)});
   ReportTable t{"groups", {"answered", "correct", "accuracy"}, {0, 0, 2}, {}, {}};
@@ -220,7 +229,8 @@ ScoreReport make_report(const VideoChoiceResult& r, VideoChoiceBenchmark benchma
   s.tables.push_back(t);
   if (r.unparsed) s.notes.push_back(std::to_string(r.unparsed) + " answer(s) gave no option letter (counted wrong)");
   if (r.empty)
-    s.notes.push_back(std::to_string(r.empty) + " empty answer(s) left out of the accuracy (as lmms-eval's "
+    s.notes.push_back(std::to_string(r.empty) +
+                      " empty answer(s) left out of the accuracy (as lmms-eval's "
                       "mvbench_aggregate_results leaves them out)");
   if (mvbench && r.by_group.size() != 20)
     s.notes.push_back("the answers cover " + std::to_string(r.by_group.size()) + " of MVBench's 20 tasks");
@@ -250,10 +260,10 @@ ScoreReport make_report(const MmbResult& r) {
     t.rows.push_back({d(c.groups), d(c.correct), c.accuracy});
   }
   s.tables.push_back(t);
-  s.notes.push_back("protocol: circular evaluation (group = index % 1e6, every row right), VLMEvalKit exact-match "
-                    "letter extraction, no GPT judge");
-  if (r.incomplete_groups)
-    s.notes.push_back(std::to_string(r.incomplete_groups) + " group(s) with unanswered rows (not scored)");
+  s.notes.push_back(
+      "protocol: circular evaluation (group = index % 1e6, every row right), VLMEvalKit exact-match "
+      "letter extraction, no GPT judge");
+  if (r.incomplete_groups) s.notes.push_back(std::to_string(r.incomplete_groups) + " group(s) with unanswered rows (not scored)");
   skipped_notes(s, r.error_records, r.unmatched, r.duplicates, 0, "");
   return s;
 }
@@ -295,8 +305,7 @@ std::string format_report(const ScoreReport& r, const std::string& answers_path,
 }
 
 void write_results(const std::string& path, const std::string& key, const std::string& method, const std::string& model_id,
-                   const ScoreReport& r, const std::vector<std::pair<std::string, std::string>>& sources,
-                   const RunInfo& run) {
+                   const ScoreReport& r, const std::vector<std::pair<std::string, std::string>>& sources, const RunInfo& run) {
   ordered_json j = ordered_json::object();
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
@@ -307,7 +316,8 @@ void write_results(const std::string& path, const std::string& key, const std::s
       throw Error(ErrorCode::kInvalidArgument, "--json " + path + ": exists but is not valid JSON (not overwritten)");
     }
     if (!j.is_object() || (j.contains("benchmarks") && !j["benchmarks"].is_object()))
-      throw Error(ErrorCode::kInvalidArgument, "--json " + path + ": exists but is not an era_score results file (not overwritten)");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--json " + path + ": exists but is not an era_score results file (not overwritten)");
   }
   ordered_json reduction;
   if (!run.method.empty()) {

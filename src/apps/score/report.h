@@ -18,9 +18,9 @@
 namespace era::score {
 
 struct ReportTable {
-  std::string name;                      // JSON key, e.g. "splits"
-  std::vector<std::string> columns;      // after the row-label column
-  std::vector<int> decimals;             // per column (0 = a count)
+  std::string name;                  // JSON key, e.g. "splits"
+  std::vector<std::string> columns;  // after the row-label column
+  std::vector<int> decimals;         // per column (0 = a count)
   std::vector<std::string> row_labels;
   std::vector<std::vector<double>> rows;
 };

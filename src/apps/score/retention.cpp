@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -17,8 +17,8 @@ using nlohmann::json;
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
 const std::vector<std::string>& column_order() {
-  static const std::vector<std::string> order = {"vqav2", "gqa", "sqa", "textvqa", "pope", "mme", "mmbench",
-                                                 "mmbench_cn", "mmvet", "videomme", "longvideobench", "mvbench"};
+  static const std::vector<std::string> order = {"vqav2",   "gqa",        "sqa",   "textvqa",  "pope",           "mme",
+                                                 "mmbench", "mmbench_cn", "mmvet", "videomme", "longvideobench", "mvbench"};
   return order;
 }
 
@@ -48,8 +48,9 @@ MethodScores read_results(const std::string& path, MmeTotal mme) {
     const std::string where = "results " + path + " reduction";
     if (!r.is_object() || !r.contains("method") || !r["method"].is_string())
       fail(where + ": expected {\"method\": \"...\", \"tokens\": N}");
-    m.reduction = Reduction{r["method"].get<std::string>(), r.contains("tokens") ? static_cast<int64_t>(number_at(r, "tokens", where)) : 0,
-                            r.contains("keep_ratio") ? number_at(r, "keep_ratio", where) : 0.0};
+    m.reduction =
+        Reduction{r["method"].get<std::string>(), r.contains("tokens") ? static_cast<int64_t>(number_at(r, "tokens", where)) : 0,
+                  r.contains("keep_ratio") ? number_at(r, "keep_ratio", where) : 0.0};
   }
   m.name = j.contains("method") && j["method"].is_string() && !j["method"].get<std::string>().empty()
                ? j["method"].get<std::string>()
@@ -69,7 +70,8 @@ MethodScores read_results(const std::string& path, MmeTotal mme) {
       m.visual_tokens[key] = {number_at(v, "mean", where + " visual_tokens"), number_at(v, "answers", where + " visual_tokens")};
     }
     if (is_mme_benchmark(key) && mme == MmeTotal::kPerceptionCognition) {
-      if (!entry.contains("values") || !entry["values"].is_object()) fail(where + ": --mme total (Perception + Cognition) needs values.perception and values.cognition");
+      if (!entry.contains("values") || !entry["values"].is_object())
+        fail(where + ": --mme total (Perception + Cognition) needs values.perception and values.cognition");
       m.scores[key] = number_at(entry["values"], "perception", where) + number_at(entry["values"], "cognition", where);
     } else {
       m.scores[key] = number_at(entry, "score", where);
@@ -148,7 +150,8 @@ std::string zero_reference_note(const RetentionTable& t) {
 std::string format_retention(const RetentionTable& t) {
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> header = {"method"};
-  for (const auto& b : t.benchmarks) header.push_back(is_mme_benchmark(b) && t.mme == MmeTotal::kPerceptionCognition ? b + " (P+C)" : b);
+  for (const auto& b : t.benchmarks)
+    header.push_back(is_mme_benchmark(b) && t.mme == MmeTotal::kPerceptionCognition ? b + " (P+C)" : b);
   header.push_back("Avg. (%)");
   cells.push_back(header);
   std::vector<std::string> ref = {t.reference_name + " (reference)"};

@@ -32,10 +32,10 @@ struct VisualTokenCount {
 };
 
 struct MethodScores {
-  std::string name;                      // the results file's "method", else its file stem
-  std::string path;                      // the results file
-  std::map<std::string, double> scores;  // benchmark key -> headline score
-  std::optional<Reduction> reduction;    // absent in files that do not say (hand-written ones)
+  std::string name;                                       // the results file's "method", else its file stem
+  std::string path;                                       // the results file
+  std::map<std::string, double> scores;                   // benchmark key -> headline score
+  std::optional<Reduction> reduction;                     // absent in files that do not say (hand-written ones)
   std::map<std::string, VisualTokenCount> visual_tokens;  // benchmark key -> real counts, where known
 };
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/answers.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {

@@ -9,8 +9,8 @@
 namespace era::score {
 
 struct RunInfo {
-  std::string method;  // metadata.method; "" when the answers do not say
-  int64_t tokens = 0;  // metadata.tokens: the nominal budget (0 = none)
+  std::string method;               // metadata.method; "" when the answers do not say
+  int64_t tokens = 0;               // metadata.tokens: the nominal budget (0 = none)
   double keep_ratio = 0;            // metadata.keep_ratio, when the run used one
   size_t visual_token_answers = 0;  // answers (not error records) carrying metadata.visual_tokens
   double visual_tokens_mean = 0;    // their mean

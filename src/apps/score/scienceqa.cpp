@@ -2,9 +2,9 @@
 
 #include <map>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -61,7 +61,8 @@ std::unordered_map<std::string, SqaProblem> read_sqa_problems(const std::string&
     SqaProblem s;
     s.answer = p["answer"].get<int>();
     s.num_choices = p["choices"].size();
-    s.has_image = p.contains("image") && !p["image"].is_null() && !(p["image"].is_string() && p["image"].get<std::string>().empty());
+    s.has_image =
+        p.contains("image") && !p["image"].is_null() && !(p["image"].is_string() && p["image"].get<std::string>().empty());
     out.emplace(pid, s);
   }
   if (out.empty()) throw Error(ErrorCode::kInvalidArgument, "annotations " + path + ": no problems in split \"" + split + "\"");

@@ -20,7 +20,7 @@ struct SqaParse {
 SqaParse sqa_parse(const std::string& text, size_t num_choices);
 
 struct SqaProblem {
-  int answer = -1;         // index of the correct choice
+  int answer = -1;  // index of the correct choice
   size_t num_choices = 0;
   bool has_image = false;  // problems.json "image" is set (informational; IMG membership comes from the prompt)
 };

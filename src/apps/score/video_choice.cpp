@@ -2,9 +2,9 @@
 
 #include <fstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
 #include "apps/score/text_util.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -15,12 +15,15 @@ using nlohmann::json;
 
 const std::vector<std::string>& prefixes(VideoChoiceBenchmark b) {
   // Video-MME's list as lmms-eval runs it: two pairs lack a comma and are one string each.
-  static const std::vector<std::string> videomme = {
-      "The best answer is", "The correct answer is", "The answer is", "The answer",
-      "The best option isThe correct option is", "Best answer:Best option:"};
-  static const std::vector<std::string> longvideobench = {
-      "The best answer is", "The correct answer is", "The answer is", "The answer",
-      "The best option is", "The correct option is", "Best answer:", "Best option:"};
+  static const std::vector<std::string> videomme = {"The best answer is",
+                                                    "The correct answer is",
+                                                    "The answer is",
+                                                    "The answer",
+                                                    "The best option isThe correct option is",
+                                                    "Best answer:Best option:"};
+  static const std::vector<std::string> longvideobench = {"The best answer is", "The correct answer is", "The answer is",
+                                                          "The answer",         "The best option is",    "The correct option is",
+                                                          "Best answer:",       "Best option:"};
   return b == VideoChoiceBenchmark::kVideoMme ? videomme : longvideobench;
 }
 
@@ -51,7 +54,7 @@ std::string strip_char(const std::string& s, char c) {
 // sub()'s count). Its lookbehind "(?!<=\d)" is a lookahead for "<=" and a digit, never true
 // before a ".".
 std::string mvbench_punctuation(const std::string& in) {
-  static const char punct[] = {';', '/', '[', ']', '"', '{', '}', '(', ')', '=', '+',
+  static const char punct[] = {';',  '/', '[', ']', '"', '{', '}', '(', ')', '=', '+',
                                '\\', '_', '-', '>', '<', '@', '`', ',', '?', '!'};
   bool comma_between_digits = false;  // re.search("(\d)(\,)(\d)", inText)
   char32_t before = 0;
@@ -96,8 +99,7 @@ std::string mvbench_process(const std::string& answer) {
       if (!py_isspace(cp.value) || (cp.length == 1 && cp.value >= 0x80)) break;
       i += cp.length;
     }
-    if (i < s.size() && s.find('\n', i) == std::string::npos)
-      return std::string(1, upper(static_cast<unsigned char>(s[0])));
+    if (i < s.size() && s.find('\n', i) == std::string::npos) return std::string(1, upper(static_cast<unsigned char>(s[0])));
   }
   std::string t = replace_all(replace_all(answer, "\n", " "), "\t", " ");
   t = mvbench_punctuation(py_strip(t));
@@ -107,8 +109,7 @@ std::string mvbench_process(const std::string& answer) {
   bool word_before = false;
   for (size_t i = 0; i < t.size();) {
     const CodePoint cp = decode_utf8(t, i);
-    if (is_a_to_e(cp.value) && !word_before &&
-        (i + 1 == t.size() || !py_isword_re(decode_utf8(t, i + 1).value)))
+    if (is_a_to_e(cp.value) && !word_before && (i + 1 == t.size() || !py_isword_re(decode_utf8(t, i + 1).value)))
       return std::string(1, upper(cp.value));
     word_before = py_isword_re(cp.value);
     i += cp.length;
@@ -169,8 +170,7 @@ std::string mvbench_letter(const json& row, const std::string& where) {
   }
   if (!letter)
     fail(where + ": \"answer\" \"" + answer + "\" is " + (has_candidates ? "not one of the \"candidates\", " : "not ") +
-         "a letter or \"(A) option\"" +
-         (has_candidates ? "" : " (give \"candidates\" to answer with the option text)"));
+         "a letter or \"(A) option\"" + (has_candidates ? "" : " (give \"candidates\" to answer with the option text)"));
   const size_t index = static_cast<size_t>(letter - 'A');
   if (!has_candidates) {
     if (index >= 5) fail(where + ": \"answer\" must be a letter A-E without \"candidates\", got \"" + answer + "\"");
@@ -178,8 +178,7 @@ std::string mvbench_letter(const json& row, const std::string& where) {
     fail(where + ": \"answer\" \"" + answer + "\" names option " + letter + " but the row has " +
          std::to_string(candidates.size()) + " \"candidates\"");
   } else if (!text.empty() && text != py_strip(candidates[index])) {
-    fail(where + ": \"answer\" \"" + answer + "\" does not match candidate " + letter + " \"" + candidates[index] +
-         "\"");
+    fail(where + ": \"answer\" \"" + answer + "\" does not match candidate " + letter + " \"" + candidates[index] + "\"");
   }
   return std::string(1, letter);
 }
@@ -205,7 +204,7 @@ std::string video_choice_letter(const std::string& answer, VideoChoiceBenchmark 
 }
 
 std::unordered_map<std::string, VideoChoiceQuestion> read_video_choice_annotations(const std::string& path,
-                                                                                  VideoChoiceBenchmark benchmark) {
+                                                                                   VideoChoiceBenchmark benchmark) {
   std::unordered_map<std::string, VideoChoiceQuestion> out;
   const std::vector<json> rows = read_rows(path);
   for (size_t i = 0; i < rows.size(); ++i) {

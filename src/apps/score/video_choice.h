@@ -59,7 +59,7 @@ enum class VideoChoiceBenchmark { kVideoMme, kLongVideoBench, kMvBench };
 std::string video_choice_letter(const std::string& answer, VideoChoiceBenchmark benchmark);
 
 struct VideoChoiceQuestion {
-  std::string answer;                                      // the correct letter
+  std::string answer;                                       // the correct letter
   std::vector<std::pair<std::string, std::string>> groups;  // (group kind, value), e.g. (duration, short)
 };
 // MVBench rows: "question_id" (string or integer: the id the answers carry; MVBench's json files
@@ -70,11 +70,11 @@ struct VideoChoiceQuestion {
 // lmms-eval's prompt shows it ("(B) option text", whose text must then be that candidate's). With
 // candidates the letter must name one of them (26 at most); without them it must be A-E.
 std::unordered_map<std::string, VideoChoiceQuestion> read_video_choice_annotations(const std::string& path,
-                                                                                  VideoChoiceBenchmark benchmark);
+                                                                                   VideoChoiceBenchmark benchmark);
 
 struct VideoChoiceResult {
   size_t total = 0, correct = 0, unparsed = 0;
-  size_t empty = 0;  // MVBench: answers whose text is "", left out of total (as lmms-eval does)
+  size_t empty = 0;     // MVBench: answers whose text is "", left out of total (as lmms-eval does)
   double accuracy = 0;  // %
   size_t error_records = 0, unmatched = 0, duplicates = 0, missing = 0;
   // "kind: value" -> (answered, correct), sorted by key.

@@ -6,10 +6,10 @@
 #include <set>
 #include <sstream>
 
-#include "era/error.h"
 #include "apps/score/json_read.h"
 #include "apps/score/text_util.h"
 #include "apps/score/vqa_normalize.h"
+#include "era/error.h"
 
 namespace era::score {
 namespace {
@@ -28,9 +28,7 @@ double mean_percent(const std::vector<double>& xs) {
   return xs.empty() ? 0.0 : 100.0 * (sum / static_cast<double>(xs.size()));
 }
 
-std::string whitespace_cleanup(const std::string& s) {
-  return py_strip(replace_all(replace_all(s, "\n", " "), "\t", " "));
-}
+std::string whitespace_cleanup(const std::string& s) { return py_strip(replace_all(replace_all(s, "\n", " "), "\t", " ")); }
 
 }  // namespace
 
@@ -135,8 +133,8 @@ VqaResult score_textvqa(const AnswerFile& answers, const std::vector<TextVqaAnno
 // ---- VQAv2 -----------------------------------------------------------------------------------
 
 std::unordered_map<std::string, VqaV2Annotation> read_vqav2_annotations(const std::string& path) {
-  const json j = detail::read_json_file(path, "annotations",
-                                        keep_keys({"annotations", "question_id", "answers", "answer", "answer_type"}));
+  const json j =
+      detail::read_json_file(path, "annotations", keep_keys({"annotations", "question_id", "answers", "answer", "answer_type"}));
   if (!j.is_object() || !j.contains("annotations") || !j["annotations"].is_array())
     fail("annotations " + path + ": expected VQA's {\"annotations\": [...]} (v2_mscoco_val2014_annotations.json)");
   std::unordered_map<std::string, VqaV2Annotation> out;

@@ -24,12 +24,12 @@ struct VqaTypeScore {
 };
 
 struct VqaResult {
-  double accuracy = 0;            // % over scored questions
-  size_t scored = 0;              // answers joined with an annotation and scored
-  size_t error_records = 0;       // skipped error records
-  size_t unmatched = 0;           // answers whose question is not in the annotations (skipped)
-  size_t duplicates = 0;          // answers for a question already answered (the last one counts)
-  size_t missing = 0;             // annotated questions without an answer (not scored)
+  double accuracy = 0;                // % over scored questions
+  size_t scored = 0;                  // answers joined with an annotation and scored
+  size_t error_records = 0;           // skipped error records
+  size_t unmatched = 0;               // answers whose question is not in the annotations (skipped)
+  size_t duplicates = 0;              // answers for a question already answered (the last one counts)
+  size_t missing = 0;                 // annotated questions without an answer (not scored)
   std::vector<double> per_question;   // in scoring order
   std::vector<VqaTypeScore> by_type;  // VQAv2 answer_type (yes/no, number, other), sorted by name
   size_t ocr_prompts = 0;             // TextVQA: scored answers whose prompt carries OCR tokens

@@ -18,11 +18,7 @@ class ApiError : public std::runtime_error {
   // `type`, `code`: given where the status alone says too little (a 503 for a full queue and one
   // for a request whose time ran out while it waited are both "overloaded", with other codes).
   ApiError(int status, std::string message, std::string param = "", std::string type = "", std::string code = "")
-      : std::runtime_error(message),
-        status_(status),
-        param_(std::move(param)),
-        type_(std::move(type)),
-        code_(std::move(code)) {}
+      : std::runtime_error(message), status_(status), param_(std::move(param)), type_(std::move(type)), code_(std::move(code)) {}
   int status() const noexcept { return status_; }
   const std::string& param() const noexcept { return param_; }
   // The OpenAI error type: given, or the one customary for the status.

@@ -16,9 +16,7 @@ namespace {
 
 using Clock = ConnectionStream::Clock;
 
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
+Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
 // Milliseconds until `deadline`, rounded up so a poll does not wake just short of it; 0 once past.
 int millis_until(Clock::time_point deadline) {
@@ -117,15 +115,15 @@ ssize_t ConnectionStream::fill() {
     }
     if (r == 0) {
       if (in_head_)
-        return fail(408, "the request head (request line and headers) did not arrive within --header-timeout-s (" +
-                             format_seconds(limits_.header_timeout_s) + ")",
+        return fail(408,
+                    "the request head (request line and headers) did not arrive within --header-timeout-s (" +
+                        format_seconds(limits_.header_timeout_s) + ")",
                     "header_timeout");
       if (Clock::now() >= body_deadline_)
-        return fail(408, "the request body did not arrive within --timeout-s (" +
-                             format_seconds(limits_.body_timeout_s) + ")",
+        return fail(408, "the request body did not arrive within --timeout-s (" + format_seconds(limits_.body_timeout_s) + ")",
                     "body_timeout");
-      return fail(408, "the request body stalled for --read-timeout-s (" + format_seconds(limits_.read_timeout_s) +
-                           ") without a byte",
+      return fail(408,
+                  "the request body stalled for --read-timeout-s (" + format_seconds(limits_.read_timeout_s) + ") without a byte",
                   "read_timeout");
     }
     const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
@@ -152,9 +150,10 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
     size_t i = 0;
     while (i < take) {
       if (++head_bytes_ > limits_.max_head_bytes)
-        return fail(431, "the request head (request line and headers) is larger than " +
-                             std::to_string(limits_.max_head_bytes >> 10) + " KiB",
-                    "header_too_large");
+        return fail(
+            431,
+            "the request head (request line and headers) is larger than " + std::to_string(limits_.max_head_bytes >> 10) + " KiB",
+            "header_too_large");
       const char c = buffer_[begin_ + i++];
       if (c == '\n') {
         const bool blank = line_index_ > 0 && line_length_ == 1 && last_was_cr_;

@@ -18,11 +18,11 @@ namespace era::server {
 
 // era_server's connection flags (src/apps/cli/era_server.cpp; docs/server.md).
 struct ConnectionLimits {
-  double header_timeout_s = 10;  // --header-timeout-s: the whole head, from connecting (or its first byte)
-  double read_timeout_s = 30;    // --read-timeout-s: a body pausing between bytes
-  double body_timeout_s = 600;   // the whole body (--timeout-s, at least 1 s)
-  double write_timeout_s = 30;   // --write-timeout-s: a client not taking the answer
-  double idle_timeout_s = 5;     // --idle-timeout-s: between requests on a kept-alive connection
+  double header_timeout_s = 10;              // --header-timeout-s: the whole head, from connecting (or its first byte)
+  double read_timeout_s = 30;                // --read-timeout-s: a body pausing between bytes
+  double body_timeout_s = 600;               // the whole body (--timeout-s, at least 1 s)
+  double write_timeout_s = 30;               // --write-timeout-s: a client not taking the answer
+  double idle_timeout_s = 5;                 // --idle-timeout-s: between requests on a kept-alive connection
   size_t max_head_bytes = size_t{64} << 10;  // request line and headers together
   size_t max_body_bytes = size_t{32} << 20;  // --max-body-bytes
 };

@@ -27,8 +27,7 @@ void Generation::run(Session& session) {
   if (skip) {
     error = ApiError(499, "the client went away before the generation started");
   } else if (Clock::now() >= deadline_) {
-    error = ApiError(503, "the request waited in the queue past --timeout-s; try again later", "", "",
-                     "queue_timeout");
+    error = ApiError(503, "the request waited in the queue past --timeout-s; try again later", "", "", "queue_timeout");
   } else {
     Request request = request_;
     request.on_text = [this](const std::string& delta) { return on_text(delta); };

@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "era/era.h"
 #include "apps/server/api_error.h"
+#include "era/era.h"
 
 namespace era::server {
 
@@ -33,8 +33,8 @@ class Generation {
   void cancel();  // the client is gone: stop at the next piece
 
   const Request& request() const { return request_; }
-  const std::optional<Result>& result() const { return result_; }    // after the end
-  const std::optional<ApiError>& error() const { return error_; }   // after the end
+  const std::optional<Result>& result() const { return result_; }  // after the end
+  const std::optional<ApiError>& error() const { return error_; }  // after the end
   bool timed_out() const { return timed_out_; }
 
  private:

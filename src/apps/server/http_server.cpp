@@ -102,8 +102,7 @@ class ConnectionThreads final : public httplib::TaskQueue {
 // At most one warning a second about refused connections: a flood must not flood the log too.
 void warn_refused(const std::string& what) {
   static std::atomic<int64_t> last_ms{0};
-  const int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
   int64_t last = last_ms.load();
   if (now_ms - last < 1000 || !last_ms.compare_exchange_strong(last, now_ms)) return;
   spdlog::warn("era_server: {}", what);
@@ -190,8 +189,7 @@ std::optional<ApiError> HttpServer::check_request(const httplib::Request& req) {
     if (te != "chunked")
       return refuse_body(501, "Transfer-Encoding: '" + te + "' is not supported (only chunked, or a Content-Length)",
                          "not_implemented");
-    if (lengths == 1)
-      return refuse_body(400, "Content-Length and Transfer-Encoding: chunked together: send one of them");
+    if (lengths == 1) return refuse_body(400, "Content-Length and Transfer-Encoding: chunked together: send one of them");
     chunked = true;
   }
   uint64_t length = 0;
@@ -202,8 +200,7 @@ std::optional<ApiError> HttpServer::check_request(const httplib::Request& req) {
     length = *parsed;
     // At once, from the header: httplib would read (and drop) the whole announced body first.
     if (length > limits_.connection.max_body_bytes)
-      return refuse_body(413, "the request body (Content-Length " + lower_trimmed(text) +
-                                  ") is larger than --max-body-bytes (" +
+      return refuse_body(413, "the request body (Content-Length " + lower_trimmed(text) + ") is larger than --max-body-bytes (" +
                                   std::to_string(limits_.connection.max_body_bytes) + ")");
   } else if (!chunked) {
     if (m == "DELETE") return std::nullopt;  // httplib reads no body for a DELETE without a length
@@ -262,8 +259,7 @@ void HttpServer::refuse(int fd, const ApiError& error) {
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
   if (t_no_thread_free) {
-    warn_refused("refused a connection: --max-connections (" + std::to_string(limits_.max_connections) +
-                 ") are open");
+    warn_refused("refused a connection: --max-connections (" + std::to_string(limits_.max_connections) + ") are open");
     refuse(sock, ApiError(503,
                           "the server has --max-connections (" + std::to_string(limits_.max_connections) +
                               ") connections open; try again later",
@@ -280,8 +276,8 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     warn_refused("refused a connection from " + address + ": it has --max-connections-per-client (" +
                  std::to_string(limits_.max_connections_per_client) + ") open");
     refuse(sock, ApiError(503,
-                          "this client has --max-connections-per-client (" +
-                              std::to_string(limits_.max_connections_per_client) + ") connections open; close some",
+                          "this client has --max-connections-per-client (" + std::to_string(limits_.max_connections_per_client) +
+                              ") connections open; close some",
                           "", "", "too_many_connections"));
     return false;
   }
@@ -296,8 +292,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   // and says nothing is one more trickler); a later one's from its first byte, after at most
   // --idle-timeout-s of quiet.
   Clock::time_point head_deadline =
-      accepted + std::chrono::duration_cast<Clock::duration>(
-                     std::chrono::duration<double>(limits_.connection.header_timeout_s));
+      accepted + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits_.connection.header_timeout_s));
   bool ret = false;
   for (size_t left = std::max<size_t>(keep_alive_max_count_, 1); left > 0 && !stopping(); --left) {
     const bool first = left == std::max<size_t>(keep_alive_max_count_, 1);

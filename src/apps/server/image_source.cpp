@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "era/error.h"
 #include "apps/server/api_error.h"
+#include "era/error.h"
 #include "util/input_file.h"
 
 namespace era::server {
@@ -82,8 +82,7 @@ std::string decode_data_url(const std::string& url, const std::string& field) {
     throw ApiError(400, field + ": not a data URL (expected data:image/...;base64,...)", field);
   const std::string header = lowercase(url.substr(5, comma - 5));
   if (!starts_with(header, "image/"))
-    throw ApiError(400, field + ": the data URL's media type must be image/*, got '" + url.substr(5, comma - 5) + "'",
-                   field);
+    throw ApiError(400, field + ": the data URL's media type must be image/*, got '" + url.substr(5, comma - 5) + "'", field);
   if (header.size() < 7 || header.compare(header.size() - 7, 7, ";base64") != 0)
     throw ApiError(400, field + ": only base64 data URLs are accepted (data:image/...;base64,...)", field);
   std::string bytes = decode_base64(url.substr(comma + 1), field);
@@ -98,8 +97,7 @@ ImageSourcePolicy::ImageSourcePolicy(const std::vector<std::string>& allowed_dir
     if (ec || !fs::is_directory(canonical))
       throw Error(ErrorCode::kInvalidArgument, "--allow-dir " + dir + ": not an existing folder");
     const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-      throw Error(ErrorCode::kInvalidArgument, "--allow-dir " + dir + ": cannot open: " + std::strerror(errno));
+    if (fd < 0) throw Error(ErrorCode::kInvalidArgument, "--allow-dir " + dir + ": cannot open: " + std::strerror(errno));
     folder_fds_.push_back(std::shared_ptr<const int>(new int(fd), [](const int* p) {
       ::close(*p);
       delete p;
@@ -141,8 +139,10 @@ std::string ImageSourcePolicy::read(const Located& where, const std::string& pat
   const auto check = [&](const struct stat& st) {
     if (!S_ISREG(st.st_mode)) throw ApiError(400, what + "is " + file_kind(st.st_mode) + ", not a file", field);
     if (static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes)
-      throw ApiError(400, what + "is " + std::to_string(st.st_size) + " bytes, more than the " +
-                              std::to_string(kMaxImageFileBytes) + " allowed", field);
+      throw ApiError(
+          400,
+          what + "is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(kMaxImageFileBytes) + " allowed",
+          field);
   };
   // First a reference only (O_PATH opens nothing: a FIFO does not block, a device is not
   // touched), checked; then the same walk again for reading, which must reach the same file (a
@@ -158,8 +158,7 @@ std::string ImageSourcePolicy::read(const Located& where, const std::string& pat
   if (file.fd < 0) throw refuse_open(-file.fd);
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) throw refuse_open(errno);
-  if (st.st_dev != seen.st_dev || st.st_ino != seen.st_ino)
-    throw ApiError(400, what + "was replaced while being opened", field);
+  if (st.st_dev != seen.st_dev || st.st_ino != seen.st_ino) throw ApiError(400, what + "was replaced while being opened", field);
   check(st);
   std::string data(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
@@ -187,8 +186,7 @@ Image ImageSourcePolicy::resolve(const std::string& url, const std::string& fiel
     return Image::from_encoded(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), field);
   }
   if (starts_with(scheme, "http://") || starts_with(scheme, "https://"))
-    throw ApiError(403, field + ": remote image URLs are not fetched by this server; send the image as a data: URL",
-                   field);
+    throw ApiError(403, field + ": remote image URLs are not fetched by this server; send the image as a data: URL", field);
   if (starts_with(scheme, "file://")) {
     // file:///abs/path or file://localhost/abs/path, percent-encoded.
     std::string rest = url.substr(7);
@@ -200,8 +198,7 @@ Image ImageSourcePolicy::resolve(const std::string& url, const std::string& fiel
   const size_t colon = url.find(':');
   if (colon != std::string::npos && colon < 16 && url.find('/') > colon)
     throw ApiError(400, field + ": unsupported URL scheme '" + url.substr(0, colon) + "' (use a data: URL)", field);
-  throw ApiError(400, field + ": not an image URL (a data: URL, or an absolute path / file:// URL under --allow-dir)",
-                 field);
+  throw ApiError(400, field + ": not an image URL (a data: URL, or an absolute path / file:// URL under --allow-dir)", field);
 }
 
 }  // namespace era::server

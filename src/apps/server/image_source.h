@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "era/image.h"
 #include "apps/server/beneath_open.h"
+#include "era/image.h"
 
 namespace era::server {
 

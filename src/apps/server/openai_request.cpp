@@ -15,14 +15,16 @@ constexpr int64_t kMaxNewTokens = int64_t{1} << 24;
 constexpr int64_t kMaxTokens = int64_t{1} << 20;
 constexpr double kMaxTemperature = 100.0;
 
-[[noreturn]] void bad(const std::string& field, const std::string& what) {
-  throw ApiError(400, field + ": " + what, field);
-}
+[[noreturn]] void bad(const std::string& field, const std::string& what) { throw ApiError(400, field + ": " + what, field); }
 
 const char* type_name(const json& v) {
   if (v.is_number_integer()) return "an integer";
   if (v.is_number()) return "a number";
-  return v.is_null() ? "null" : v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_array() ? "an array" : "an object";
+  return v.is_null()      ? "null"
+         : v.is_string()  ? "a string"
+         : v.is_boolean() ? "a boolean"
+         : v.is_array()   ? "an array"
+                          : "an object";
 }
 
 const std::string& get_string(const json& v, const std::string& field) {
@@ -41,13 +43,13 @@ int64_t get_integer(const json& v, const std::string& field, int64_t lo, int64_t
     n = v.get<int64_t>();
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15))
-      bad(field, "must be an integer, got " + v.dump());
+    if (!(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)) bad(field, "must be an integer, got " + v.dump());
     n = static_cast<int64_t>(d);
   } else {
     bad(field, std::string("must be an integer, got ") + type_name(v));
   }
-  if (n < lo || n > hi) bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(n));
+  if (n < lo || n > hi)
+    bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(n));
   return n;
 }
 
@@ -121,17 +123,15 @@ std::string content_text(const json& content, const std::string& field, bool ima
 // a client never silently gets something other than what it asked for.
 void refuse_unsupported(const json& body) {
   const auto neutral = [&](const char* key, const json& fine) {
-    if (body.contains(key) && !body[key].is_null() && body[key] != fine)
-      bad(key, "is not supported by era_server");
+    if (body.contains(key) && !body[key].is_null() && body[key] != fine) bad(key, "is not supported by era_server");
   };
-  for (const char* key : {"stop", "tools", "tool_choice", "functions", "function_call", "logit_bias", "top_logprobs",
-                          "audio", "modalities", "prediction"})
+  for (const char* key : {"stop", "tools", "tool_choice", "functions", "function_call", "logit_bias", "top_logprobs", "audio",
+                          "modalities", "prediction"})
     neutral(key, json(nullptr));
   neutral("logprobs", false);
   neutral("presence_penalty", 0);
   neutral("frequency_penalty", 0);
-  if (body.contains("response_format") && !body["response_format"].is_null() &&
-      body["response_format"] != json{{"type", "text"}})
+  if (body.contains("response_format") && !body["response_format"].is_null() && body["response_format"] != json{{"type", "text"}})
     bad("response_format", "is not supported by era_server (only {\"type\": \"text\"})");
   if (body.contains("n") && !body["n"].is_null() && get_integer(body["n"], "n", 0, std::numeric_limits<int64_t>::max()) != 1)
     bad("n", "only n = 1 is supported");
@@ -196,14 +196,16 @@ void apply_messages(const json& messages, Request& request, const ImageSourcePol
       if (users.size() != assistants.size()) bad(field + ".role", "expected an assistant message (user and assistant alternate)");
       users.push_back(content_text(message["content"], content_field, true, role, policy, request.image_buffers));
     } else if (role == "assistant") {
-      if (users.size() != assistants.size() + 1) bad(field + ".role", "expected a user message (user and assistant alternate, user first)");
+      if (users.size() != assistants.size() + 1)
+        bad(field + ".role", "expected a user message (user and assistant alternate, user first)");
       assistants.push_back(content_text(message["content"], content_field, false, role, policy, request.image_buffers));
     } else {
       bad(field + ".role", "unsupported role '" + role + "' (system, user or assistant)");
     }
   }
   if (users.empty()) bad("messages", "must hold at least one user message");
-  if (users.size() == assistants.size()) bad("messages[" + std::to_string(messages.size() - 1) + "].role", "the last message must be a user message");
+  if (users.size() == assistants.size())
+    bad("messages[" + std::to_string(messages.size() - 1) + "].role", "the last message must be a user message");
   for (size_t t = 0; t < assistants.size(); ++t) request.history.push_back(Turn{users[t], assistants[t]});
   request.prompt = users.back();
   request.system = system;
@@ -257,7 +259,8 @@ json parse_json_body(const std::string& body) {
   // this deep, and refusing early keeps huge nested bodies cheap.
   JsonPath path;
   const json::parser_callback_t track = [&path](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxJsonDepth) throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (depth > kMaxJsonDepth)
+      throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     path.on(event, parsed);
     return true;
   };
@@ -307,11 +310,11 @@ ChatRequest parse_chat_request(const json& body, const Request& defaults, const 
   if (has("max_tokens")) r.max_new_tokens = get_integer(body["max_tokens"], "max_tokens", 0, kMaxNewTokens);
   if (has("max_completion_tokens")) {
     const int64_t n = get_integer(body["max_completion_tokens"], "max_completion_tokens", 0, kMaxNewTokens);
-    if (has("max_tokens") && n != r.max_new_tokens)
-      bad("max_completion_tokens", "differs from max_tokens (give one of them)");
+    if (has("max_tokens") && n != r.max_new_tokens) bad("max_completion_tokens", "differs from max_tokens (give one of them)");
     r.max_new_tokens = n;
   }
-  if (has("temperature")) r.temperature = static_cast<float>(get_number(body["temperature"], "temperature", 0.0, kMaxTemperature));
+  if (has("temperature"))
+    r.temperature = static_cast<float>(get_number(body["temperature"], "temperature", 0.0, kMaxTemperature));
   if (has("top_p")) r.top_p = static_cast<float>(get_number(body["top_p"], "top_p", 0.0, 1.0, true));
   if (has("seed")) r.seed = static_cast<uint64_t>(get_integer(body["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
   if (has("era")) apply_era_extension(body["era"], r.reduction, r.stop_at_eos);

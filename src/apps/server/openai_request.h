@@ -15,14 +15,14 @@
 
 #include <string>
 
-#include "era/era.h"
 #include "apps/server/image_source.h"
+#include "era/era.h"
 
 namespace era::server {
 
 struct ChatRequest {
-  Request request;             // on_text unset: the server sets it
-  std::string model;           // as the client named it ("" if it did not)
+  Request request;    // on_text unset: the server sets it
+  std::string model;  // as the client named it ("" if it did not)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk carrying usage
 };

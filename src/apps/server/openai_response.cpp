@@ -20,13 +20,11 @@ json usage_json(const Result& result) {
 
 json era_json(const Request& request, const Result& result) {
   json kept = json::array();
-  for (const auto& r : result.reductions) kept.push_back({{"original_tokens", r.original_tokens}, {"kept_tokens", r.kept.size()}});
-  return {{"method", request.reduction.method},
-          {"tokens", request.reduction.tokens},
-          {"visual_tokens", result.stats.visual_tokens},
-          {"text_tokens", result.stats.text_tokens},
-          {"prompt_tokens", result.stats.prompt_tokens},
-          {"images", kept},
+  for (const auto& r : result.reductions)
+    kept.push_back({{"original_tokens", r.original_tokens}, {"kept_tokens", r.kept.size()}});
+  return {{"method", request.reduction.method},          {"tokens", request.reduction.tokens},
+          {"visual_tokens", result.stats.visual_tokens}, {"text_tokens", result.stats.text_tokens},
+          {"prompt_tokens", result.stats.prompt_tokens}, {"images", kept},
           {"stats", json(stats_json(result.stats))}};
 }
 

@@ -33,8 +33,7 @@ nlohmann::json completion_json(const CompletionIdentity& id, const Request& requ
 nlohmann::json chunk_json(const CompletionIdentity& id, const nlohmann::json& delta);
 
 // The last content chunk: empty delta, the finish reason, usage and the era extension.
-nlohmann::json final_chunk_json(const CompletionIdentity& id, const Request& request, const Result& result,
-                                bool timed_out);
+nlohmann::json final_chunk_json(const CompletionIdentity& id, const Request& request, const Result& result, bool timed_out);
 
 // stream_options.include_usage: one more chunk with no choices and the usage.
 nlohmann::json usage_chunk_json(const CompletionIdentity& id, const Result& result);

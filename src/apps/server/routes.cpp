@@ -40,8 +40,7 @@ std::string next_completion_id() {
 // The streamed answer: a first chunk with the role, one chunk per text piece, the last chunk with
 // finish_reason, usage and the era extension, then [DONE]. A failed write means the client left:
 // the generation is cancelled, which stops the model at its next piece.
-void stream_answer(httplib::Response& res, std::shared_ptr<Generation> generation, CompletionIdentity id,
-                   bool include_usage) {
+void stream_answer(httplib::Response& res, std::shared_ptr<Generation> generation, CompletionIdentity id, bool include_usage) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -78,9 +77,8 @@ void stream_answer(httplib::Response& res, std::shared_ptr<Generation> generatio
 
 void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   ChatRequest chat = parse_chat_request(req.body, ctx.defaults, ctx.images, &ctx.model);
-  const auto deadline =
-      Generation::Clock::now() +
-      std::chrono::duration_cast<Generation::Clock::duration>(std::chrono::duration<double>(ctx.timeout_s));
+  const auto deadline = Generation::Clock::now() +
+                        std::chrono::duration_cast<Generation::Clock::duration>(std::chrono::duration<double>(ctx.timeout_s));
   auto generation = std::make_shared<Generation>(std::move(chat.request), deadline);
   Session& session = ctx.session;
   if (!ctx.queue.try_push([generation, &session] { generation->run(session); }))
@@ -125,22 +123,23 @@ httplib::Server::Handler method_not_allowed(const std::string& allowed) {
 }  // namespace
 
 void install_routes(httplib::Server& server, ServerContext& ctx) {
-  server.Post("/v1/chat/completions", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
-                chat_completions(ctx, req, res);
-              }));
+  server.Post("/v1/chat/completions",
+              guarded([&ctx](const httplib::Request& req, httplib::Response& res) { chat_completions(ctx, req, res); }));
   server.Get("/v1/models", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
-               send_json(res, 200,
-                         {{"object", "list"},
-                          {"data", json::array({{{"id", ctx.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "era"}}})}});
+               send_json(
+                   res, 200,
+                   {{"object", "list"},
+                    {"data", json::array({{{"id", ctx.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "era"}}})}});
              }));
   server.Get("/health", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
-               send_json(res, 200,
-                         {{"status", "ok"},
-                          {"model", ctx.model_name},
-                          {"queue", {{"pending", ctx.queue.pending()}, {"busy", ctx.queue.busy()}, {"capacity", ctx.queue.capacity()}}},
-                          {"connections",
-                           {{"open", ctx.http ? ctx.http->open_connections() : 0},
-                            {"requests_with_body", ctx.http ? ctx.http->requests_with_body() : 0}}}});
+               send_json(
+                   res, 200,
+                   {{"status", "ok"},
+                    {"model", ctx.model_name},
+                    {"queue", {{"pending", ctx.queue.pending()}, {"busy", ctx.queue.busy()}, {"capacity", ctx.queue.capacity()}}},
+                    {"connections",
+                     {{"open", ctx.http ? ctx.http->open_connections() : 0},
+                      {"requests_with_body", ctx.http ? ctx.http->requests_with_body() : 0}}}});
              }));
   for (const char* path : {"/v1/chat/completions"}) {
     server.Get(path, method_not_allowed("POST"));
@@ -173,7 +172,9 @@ void install_routes(httplib::Server& server, ServerContext& ctx) {
     }
     std::string message;
     switch (res.status) {
-      case 404: message = "no route " + req.method + " " + req.path + " (POST /v1/chat/completions, GET /v1/models, GET /health)"; break;
+      case 404:
+        message = "no route " + req.method + " " + req.path + " (POST /v1/chat/completions, GET /v1/models, GET /health)";
+        break;
       case 413: message = "the request body is larger than --max-body-bytes"; break;
       case 405: message = req.method + " is not allowed on " + req.path; break;
       default: message = "the request could not be served (HTTP " + std::to_string(res.status) + ")";

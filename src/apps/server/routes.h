@@ -8,21 +8,21 @@
 
 #include <string>
 
-#include "era/era.h"
 #include "apps/server/http_server.h"
 #include "apps/server/image_source.h"
 #include "apps/server/request_queue.h"
+#include "era/era.h"
 
 namespace era::server {
 
 struct ServerContext {
   Session& session;
-  Request defaults;         // the server's flags: what a request does not say
+  Request defaults;  // the server's flags: what a request does not say
   ImageSourcePolicy images;
   RequestQueue& queue;
-  std::string model_name;   // the bundle's (Session::info().name)
-  ModelInfo model;          // Session::info(), for the checks that depend on the model
-  double timeout_s = 600;   // seconds per request, from arrival to the last token
+  std::string model_name;            // the bundle's (Session::info().name)
+  ModelInfo model;                   // Session::info(), for the checks that depend on the model
+  double timeout_s = 600;            // seconds per request, from arrival to the last token
   const HttpServer* http = nullptr;  // for /health's connection counts (none: zeros)
 };
 

@@ -5,7 +5,9 @@
 
 namespace era {
 
-Llava15Family::Llava15Family(const ModelBundle& bundle) : LlavaFamilyBase(bundle) { require_layout({ImageLayout::kPad, ImageLayout::kCrop}); }
+Llava15Family::Llava15Family(const ModelBundle& bundle) : LlavaFamilyBase(bundle) {
+  require_layout({ImageLayout::kPad, ImageLayout::kCrop});
+}
 
 std::vector<cv::Mat> Llava15Family::crops(const cv::Mat& rgb) const { return {llava15_crop(rgb, clip_)}; }
 

@@ -3,14 +3,15 @@
 #include <algorithm>
 
 #include "era/error.h"
-#include "family/anyres_reduction.h"
-#include "family/anyres_packing.h"
-#include "family/vision_input.h"
 #include "family/anyres.h"
+#include "family/anyres_packing.h"
+#include "family/anyres_reduction.h"
+#include "family/vision_input.h"
 
 namespace era {
 
-LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
+LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle)
+    : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
   require_layout({ImageLayout::kAnyres});
   if (manifest_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-NeXT needs them)");

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "era/error.h"
+#include "family/anyres.h"
 #include "family/anyres_reduction.h"
+#include "family/frame_preprocess.h"
 #include "family/llava_onevision/onevision_packing.h"
 #include "family/vision_input.h"
-#include "family/anyres.h"
 #include "reduce/budget.h"
 #include "text/prompt.h"
-#include "family/frame_preprocess.h"
 
 namespace era {
 
@@ -20,7 +20,8 @@ LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-OneVision needs them)");
   }
   if (!image_newline_.defined()) {
-    throw Error(ErrorCode::kBundle, bundle_dir_ + "/" + manifest_.projector_file + ": no image_newline parameter (LLaVA-OneVision needs it)");
+    throw Error(ErrorCode::kBundle,
+                bundle_dir_ + "/" + manifest_.projector_file + ": no image_newline parameter (LLaVA-OneVision needs it)");
   }
   if (manifest_.vision.keeps_cls()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: vision.has_cls must be false for llava-onevision (SigLIP)");
@@ -32,8 +33,7 @@ LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
 std::vector<int64_t> LlavaOnevisionFamily::tokenize(const Tokenizer& tokenizer, const std::string& prompt) const {
   std::vector<AddedToken> specials = manifest_.tokens.added_tokens;
   if (takes_video()) specials.push_back({manifest_.prompt.video_placeholder, manifest_.tokens.video_token_id});
-  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id,
-                              specials);
+  return tokenize_with_images(tokenizer, prompt, manifest_.prompt.image_placeholder, manifest_.tokens.image_token_id, specials);
 }
 
 std::vector<cv::Mat> LlavaOnevisionFamily::crops(const cv::Mat& rgb) const {

@@ -26,8 +26,8 @@ torch::Tensor mrope_positions(const PromptSequence& sequence) {
       continue;
     }
     if (static_cast<int64_t>(s.kept.size()) != s.length) {
-      throw Error(ErrorCode::kRuntime, "multimodal positions: a visual segment of " + std::to_string(s.length) + " tokens lists " +
-                                           std::to_string(s.kept.size()) + " original indices");
+      throw Error(ErrorCode::kRuntime, "multimodal positions: a visual segment of " + std::to_string(s.length) +
+                                           " tokens lists " + std::to_string(s.kept.size()) + " original indices");
     }
     for (int64_t i = 0; i < s.length; ++i) {
       const int64_t k = s.kept[static_cast<size_t>(i)];

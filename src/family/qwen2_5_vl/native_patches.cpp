@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "era/error.h"
-#include "image/pil_resize.h"
 #include "family/frame_preprocess.h"
+#include "image/pil_resize.h"
 
 namespace era {
 
@@ -46,12 +46,14 @@ NativeItem native_patches(const std::vector<cv::Mat>& frames, const NativeResolu
     }
   }
   const auto [h, w] = smart_resize(rows, cols, spec.factor(), spec.min_pixels, spec.max_pixels, what);
-  const ResampleArithmetic arithmetic = spec.arithmetic == "pillow" ? ResampleArithmetic::kPillow : ResampleArithmetic::kTorchUint8;
+  const ResampleArithmetic arithmetic =
+      spec.arithmetic == "pillow" ? ResampleArithmetic::kPillow : ResampleArithmetic::kTorchUint8;
   NativeItem item;
   std::vector<torch::Tensor> normalized;
   for (const cv::Mat& f : frames) {
     // torchvision's resize returns the input itself when the size already matches
-    cv::Mat resized = (f.rows == h && f.cols == w) ? f.clone() : resize_u8(f, static_cast<int>(w), static_cast<int>(h), filter, arithmetic);
+    cv::Mat resized =
+        (f.rows == h && f.cols == w) ? f.clone() : resize_u8(f, static_cast<int>(w), static_cast<int>(h), filter, arithmetic);
     normalized.push_back(normalize_fused(resized, mean, std));
     item.frames.push_back(std::move(resized));
   }

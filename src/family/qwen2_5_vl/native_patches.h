@@ -3,8 +3,8 @@
 // and Qwen2VLVideoProcessor): an image or a video's frames resized to multiples of
 // patch_size x merge_size by smart_resize, normalised, and cut into the flat patches the vision
 // tower takes, with their (t, h, w) grid.
-#include <opencv2/core.hpp>
 #include <torch/script.h>
+#include <opencv2/core.hpp>
 
 #include <array>
 #include <string>

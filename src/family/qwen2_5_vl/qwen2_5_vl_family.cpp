@@ -35,7 +35,8 @@ VisionOutput item_view(const VisionOutput& all, int64_t first, int64_t slices, i
 }
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
 }
 
 }  // namespace
@@ -74,7 +75,8 @@ void check_qwen25vl_modules(const ModelBundle& b) {
     attrs.expect("", "window_units", "vision.window_size " + std::to_string(v.window_size) + " / spatial_merge_size / patch_size",
                  v.window_size / v.spatial_merge_size / v.patch_size);
   }
-  if (v.fullatt_block_indexes) attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
+  if (v.fullatt_block_indexes)
+    attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
 }
 
 VisionCost qwen25vl_vision_cost(const Manifest& manifest) {
@@ -83,7 +85,8 @@ VisionCost qwen25vl_vision_cost(const Manifest& manifest) {
                I = v.intermediate_size > 0 ? static_cast<double>(v.intermediate_size) : 4.0 * C;
   const int64_t merge = std::max<int64_t>(1, v.spatial_merge_size), layers = v.num_layers;
   const int64_t units = std::max<int64_t>(1, v.window_size / (merge * v.patch_size));  // the window, in merge units a side
-  const int64_t full = std::min<int64_t>(v.fullatt_block_indexes ? static_cast<int64_t>(v.fullatt_block_indexes->size()) : 0, layers);
+  const int64_t full =
+      std::min<int64_t>(v.fullatt_block_indexes ? static_cast<int64_t>(v.fullatt_block_indexes->size()) : 0, layers);
   const double temporal = static_cast<double>(v.temporal_patch_size);
   const auto vision = [=](int64_t, const ItemGrids& grids) {
     double patches = 0, window_sq = 0, slice_sq = 0;  // sums of segment sizes squared
@@ -115,18 +118,21 @@ Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.man
   const std::string where = bundle_dir_ + "/manifest.json";
   const auto& m = manifest_;
   if (m.image.layout != ImageLayout::kNative) {
-    throw Error(ErrorCode::kBundle, where + ": image.aspect_ratio '" + m.image.aspect_ratio + "' does not fit architecture qwen2.5-vl (\"native\")");
+    throw Error(ErrorCode::kBundle,
+                where + ": image.aspect_ratio '" + m.image.aspect_ratio + "' does not fit architecture qwen2.5-vl (\"native\")");
   }
-  if (m.text.mrope_section.empty()) throw Error(ErrorCode::kBundle, where + ": text.mrope_section is missing (qwen2.5-vl needs it)");
-  if (m.vision.spatial_merge_size != m.image.native.merge_size || m.vision.temporal_patch_size != m.image.native.temporal_patch_size ||
-      m.vision.patch_size != m.image.native.patch_size) {
-    throw Error(ErrorCode::kBundle, where + ": image.patch_size / merge_size / temporal_patch_size differ from the vision section's");
+  if (m.text.mrope_section.empty())
+    throw Error(ErrorCode::kBundle, where + ": text.mrope_section is missing (qwen2.5-vl needs it)");
+  if (m.vision.spatial_merge_size != m.image.native.merge_size ||
+      m.vision.temporal_patch_size != m.image.native.temporal_patch_size || m.vision.patch_size != m.image.native.patch_size) {
+    throw Error(ErrorCode::kBundle,
+                where + ": image.patch_size / merge_size / temporal_patch_size differ from the vision section's");
   }
   if (m.vision.keeps_cls()) throw Error(ErrorCode::kBundle, where + ": vision.has_cls must be false for qwen2.5-vl");
 }
 
-std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images, int num_videos,
-                                          const std::optional<std::string>& system) const {
+std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
+                                          int num_videos, const std::optional<std::string>& system) const {
   const PromptTemplate tmpl = request_template(manifest_.prompt, system, num_videos, takes_video(), no_video());
   // Placeholders the user wrote stay where they are; those the template puts in front come as
   // "<image>\n", where Qwen's chat template writes the vision block with no newline after it.
@@ -188,8 +194,8 @@ NativeResolution qwen_pixel_range(NativeResolution spec, const ItemContext& rang
     };
     throw Error(ErrorCode::kInvalidArgument, "min_pixels " + std::to_string(spec.min_pixels) + " (" +
                                                  source(range.min_pixels, "min_pixels") + ") is above max_pixels " +
-                                                 std::to_string(spec.max_pixels) + " (" +
-                                                 source(range.max_pixels, "max_pixels") + ")");
+                                                 std::to_string(spec.max_pixels) + " (" + source(range.max_pixels, "max_pixels") +
+                                                 ")");
   }
   return spec;
 }
@@ -250,7 +256,8 @@ VisionBatch Qwen25VlFamily::batch(const std::vector<VisualItem>& items) const {
     b.grid_thw[row][1] = g.h;
     b.grid_thw[row][2] = g.w;
   }
-  b.pixel_values = pixels.empty() ? torch::empty({0, 3 * n.temporal_patch_size * n.patch_size * n.patch_size}) : torch::cat(pixels, 0);
+  b.pixel_values =
+      pixels.empty() ? torch::empty({0, 3 * n.temporal_patch_size * n.patch_size * n.patch_size}) : torch::cat(pixels, 0);
   return b;
 }
 

@@ -20,7 +20,7 @@ TEST(CoreLatency, TimesTwoCpusAndRestoresTheAffinity) {
   const cpu_set_t before = affinity();
   if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "this process may run on one CPU";
   const double ns = core_to_core_ns(20000);
-  EXPECT_GT(ns, 1.0);     // a cache line between two cores: tens to hundreds of ns
+  EXPECT_GT(ns, 1.0);  // a cache line between two cores: tens to hundreds of ns
   EXPECT_LT(ns, 1e5);
   const cpu_set_t after = affinity();
   EXPECT_TRUE(CPU_EQUAL(&before, &after));

@@ -95,4 +95,3 @@ TEST(Flops, MissingBundleIsABundleError) {
 
 }  // namespace
 }  // namespace era
-

@@ -6,18 +6,18 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "apps/bench/flops.h"
 #include "kernels/cpu_gemv.h"
+#include "kernels/onednn_linear.h"
 #include "model/cpu_matmul.h"
 #include "model/int8_test_util.h"
 #include "model/manifest.h"
-#include "kernels/onednn_linear.h"
 #include "test_support.h"
 #include "util/cpu_threads.h"
 
@@ -92,7 +92,8 @@ TEST(EraBenchCli, VideoRowsCountFramesAndPooledTokens) {
     std::filesystem::copy_file(test::source_dir() + "/tests/data/sample.png", dir + "/frames/f" + std::to_string(k) + ".png");
   }
   const std::string base = test::era_bench_path() + " -m " + test::onevision_bundle_dir() + " --video " + dir + "/frames";
-  auto r = test::run_command(base + " --frames 2 --methods full,era --tokens 40 --warmup 0 --repeat 1 -n 2 --json " + dir + "/out.json");
+  auto r = test::run_command(base + " --frames 2 --methods full,era --tokens 40 --warmup 0 --repeat 1 -n 2 --json " + dir +
+                             "/out.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(2 frames)"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
@@ -123,9 +124,10 @@ TEST(EraBenchCli, InputsForThePythonReferenceAreDumped) {
 // the kept ones: no C++/Python ratio for those rows (it used to compare 158 with 670 tokens).
 TEST(EraBenchCli, InDecoderRowsAreNotComparedWithThePythonReference) {
   const auto dir = test::scratch_dir("era_bench_python");
-  const auto r = bench("--methods full,era,fastv --tokens 16 --method-set fastv_layer=1 --warmup 0 --repeat 1 -n 2 "
-                       "--python-reference " + test::source_dir() + "/tools/bench_python_reference.py --python " +
-                       ERA_PYTHON_PATH + " --json " + dir + "/out.json");
+  const auto r = bench(
+      "--methods full,era,fastv --tokens 16 --method-set fastv_layer=1 --warmup 0 --repeat 1 -n 2 "
+      "--python-reference " +
+      test::source_dir() + "/tools/bench_python_reference.py --python " + ERA_PYTHON_PATH + " --json " + dir + "/out.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
   EXPECT_TRUE(row_of(j, "era@16")["python"].contains("cpp_over_python")) << j.dump();
@@ -154,8 +156,8 @@ TEST(EraBenchCli, MachineLimitsPrintGemmPerDtypeAndBandwidth) {
   const auto r = test::run_command(test::era_bench_path() + " --machine --machine-seconds 1 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1 threads"), std::string::npos) << r.out;
-  std::vector<std::string> rows = {"GEMM float32", "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
-                                   "ATTN bf16-ops", "ATTN era-bf16", "memory read", "memory copy"};
+  std::vector<std::string> rows = {"GEMM float32",  "GEMM bfloat16", "GEMM bf16>f32", "GEMV float32", "GEMV bfloat16",
+                                   "ATTN bf16-ops", "ATTN era-bf16", "memory read",   "memory copy"};
   // the product with its weight packed for oneDNN, where sessions pack (model/onednn_linear.h)
   const bool packs = cpu_packs_bf16_for_onednn();
   EXPECT_EQ(r.out.find("GEMM bf16-pack") != std::string::npos, packs) << r.out;
@@ -200,7 +202,9 @@ TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
   }
   for (const char* stage : {"preprocess", "vision", "reduce", "prefill", "decode"}) EXPECT_TRUE(stages.count(stage)) << stage;
   for (const auto& s : profile["stages"]) {
-    if (s["stage"] == "decode") { EXPECT_EQ(s["calls"], 2) << s.dump(); }  // 3 tokens: 2 steps fed back
+    if (s["stage"] == "decode") {
+      EXPECT_EQ(s["calls"], 2) << s.dump();
+    }  // 3 tokens: 2 steps fed back
   }
   bool matmul_in_prefill = false;
   for (const auto& op : profile["ops"]) {
@@ -217,8 +221,8 @@ TEST(EraBenchCli, ProfileOpsSplitsOperatorTimeByStage) {
 // vision tower) are operators of the stage they run in, not stages of their own.
 TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
   const auto dir = test::scratch_dir("era_bench_profile_bf16");
-  const auto r = bench("--dtype bfloat16 --methods era --tokens 16 --warmup 0 --repeat 1 -n 3 --profile-ops 4 --json " + dir +
-                       "/out.json");
+  const auto r =
+      bench("--dtype bfloat16 --methods era --tokens 16 --warmup 0 --repeat 1 -n 3 --profile-ops 4 --json " + dir + "/out.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
   const auto& profile = row_of(j, "era@16")["op_profile"];
@@ -233,7 +237,9 @@ TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
     if (op["stage"] == "vision") era_ops_in_vision.insert(name);
   }
   // the bf16 decode step runs era's kernel where this CPU has it (model/cpu_matmul.h)
-  if (gemv_kernel_available()) { EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump(); }
+  if (gemv_kernel_available()) {
+    EXPECT_TRUE(era_ops_in_decode.count("era::gemv")) << profile.dump();
+  }
   // the vision tower's linears go through era::onednn_linear where the runtime packs them for
   // oneDNN or, on a LibTorch that cannot pack, splits their rows (model/onednn_linear.h)
   const bool packs = j["cpu_matmul"]["onednn_packed_linears"].get<int>() > 0;
@@ -247,8 +253,7 @@ TEST(EraBenchCli, ProfileOpsCountsEraOperatorsInTheirStage) {
 // in, and each request's vision and prefill FLOP rates as shares of it (JSON per row, and a table).
 TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
   const auto dir = test::scratch_dir("era_bench_vs_machine");
-  const auto r = bench("--methods full,era --tokens 16 --warmup 0 --repeat 2 -n 2 --vs-machine 0.05 --json " + dir +
-                       "/out.json");
+  const auto r = bench("--methods full,era --tokens 16 --warmup 0 --repeat 2 -n 2 --vs-machine 0.05 --json " + dir + "/out.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("against this machine's GEMM rate (float32 torch::linear 512x4096x4096"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(test::read_file(dir + "/out.json"));
@@ -276,8 +281,9 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
     const double weights = bench::decode_step_weights(bench::read_model_dims(test::bundle_dir()));
     EXPECT_DOUBLE_EQ(vm["decode_weight_bytes"].get<double>(), 2 * weights);
     const double step_s = row["ms"]["decode_per_token"]["median"].get<double>() / 1e3;
-    EXPECT_NEAR(vm["decode_share"]["median"].get<double>(),
-                2 * weights / step_s / (vm["read_gbs"]["median"].get<double>() * 1e9), 1e-6) << row.dump();
+    EXPECT_NEAR(vm["decode_share"]["median"].get<double>(), 2 * weights / step_s / (vm["read_gbs"]["median"].get<double>() * 1e9),
+                1e-6)
+        << row.dump();
     // a bf16 GEMM also with its weight packed for oneDNN where sessions pack (model/onednn_linear.h)
     const bool packs = mode == "native" && cpu_packs_bf16_for_onednn();
     EXPECT_EQ(vm["gemm_packed_too"], packs) << vm.dump();
@@ -292,7 +298,8 @@ TEST(EraBenchCli, VsMachineGivesTheStagesShareOfTheGemmRate) {
 
 TEST(EraBenchCli, ReportsWhereBfloat16MatmulsRunInFloat32) {
   for (const std::string mode : {"float32", "native"}) {
-    const auto r = bench("--dtype bfloat16 --cpu-matmul " + mode + " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
+    const auto r =
+        bench("--dtype bfloat16 --cpu-matmul " + mode + " --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --json -");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["cpu_matmul"]["mode"], mode);
@@ -323,8 +330,9 @@ TEST(EraBenchCli, ReportsWhetherTorchScriptOptimisesTheGraphs) {
 TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
   for (const std::string& int8_bundle : {test::int8_bundle_dir(), test::int8_dynamic_bundle_dir()}) {
     SCOPED_TRACE(int8_bundle);
-    const auto r = test::run_command(test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
-                                     "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
+    const auto r = test::run_command(
+        test::era_bench_path() + " -m " + int8_bundle + " --image " + test::source_dir() +
+        "/tests/data/sample.png --methods era --tokens 16 --warmup 0 --repeat 1 -n 2 --vs-machine 0.05 --json -");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_TRUE(j.contains("int8")) << r.out;
@@ -336,7 +344,9 @@ TEST(EraBenchCli, ReportsTheInt8EngineAndTheWeightCopiesItFreed) {
     EXPECT_EQ(scheme, read_manifest(int8_bundle).int8_scheme);
     // weight-only: era's kernel, nothing packed. Dynamic: oneDNN (Debian's 1.13) keeps a copy of
     // each int8 weight, one byte per weight, and era frees it; x86 / fbgemm (PyPI's) keep none
-    if (scheme == "weight-only") { EXPECT_EQ(engine, "era"); }
+    if (scheme == "weight-only") {
+      EXPECT_EQ(engine, "era");
+    }
     EXPECT_EQ(freed, engine == "ONEDNN" ? test::decoder_int8_weight_bytes(read_manifest(int8_bundle)) : 0) << engine;
     EXPECT_GE(j["memory"]["peak_during_open_bytes"].get<int64_t>(), j["memory"]["resident_after_open_bytes"].get<int64_t>());
   }

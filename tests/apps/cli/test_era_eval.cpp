@@ -44,12 +44,13 @@ struct Workspace {
   std::string questions(const std::string& name, int n) const {
     std::string text;
     for (int i = 0; i < n; ++i) {
-      text += json{{"question_id", "q" + std::to_string(i / 2)},
-                   {"image", i % 2 ? "sample.jpg" : "sample.png"},
-                   {"text", "Question " + std::to_string(i) + ": what is shown?\nAnswer the question using a single word or phrase."},
-                   {"category", "default"}}
-                  .dump() +
-              "\n";
+      text +=
+          json{{"question_id", "q" + std::to_string(i / 2)},
+               {"image", i % 2 ? "sample.jpg" : "sample.png"},
+               {"text", "Question " + std::to_string(i) + ": what is shown?\nAnswer the question using a single word or phrase."},
+               {"category", "default"}}
+              .dump() +
+          "\n";
     }
     write_text(dir + "/" + name, text);
     return dir + "/" + name;
@@ -120,9 +121,9 @@ TEST(EraEval, AnswersInLlavaFormat) {
   EXPECT_EQ(ids.size(), 6u);
 
   // The answers are what era_infer gives for the same question (same template, greedy).
-  const auto infer = test::run_command(test::era_infer_path() + " -m " + test::bundle_dir() + " --image " + ws.images +
-                                       "/sample.jpg -p '" + json::parse(questions[1])["text"].get<std::string>() +
-                                       "' -n 8 --json");
+  const auto infer =
+      test::run_command(test::era_infer_path() + " -m " + test::bundle_dir() + " --image " + ws.images + "/sample.jpg -p '" +
+                        json::parse(questions[1])["text"].get<std::string>() + "' -n 8 --json");
   ASSERT_EQ(infer.exit_code, 0) << infer.err;
   EXPECT_EQ(json::parse(infer.out)["answer"], recs[1]["text"]);
 
@@ -139,8 +140,18 @@ TEST(EraEval, KilledRunResumesWithoutLossOrDuplicates) {
   const int n = 12;
   const auto q = ws.questions("q.jsonl", n);
   const auto out = ws.dir + "/answers.jsonl";
-  const std::vector<std::string> args = {test::era_eval_path(), "-m", test::bundle_dir(), "--questions", q, "--image-folder",
-                                         ws.images, "--answers", out, "-n", "16", "--ignore-eos"};
+  const std::vector<std::string> args = {test::era_eval_path(),
+                                         "-m",
+                                         test::bundle_dir(),
+                                         "--questions",
+                                         q,
+                                         "--image-folder",
+                                         ws.images,
+                                         "--answers",
+                                         out,
+                                         "-n",
+                                         "16",
+                                         "--ignore-eos"};
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -240,9 +251,9 @@ TEST(EraEval, BadItemsBecomeErrorRecords) {
   const std::string q = ws.dir + "/q.jsonl";
   write_text(q,
              "{\"question_id\": 0, \"image\": \"sample.png\", \"text\": \"Good one?\"}\n"
-             "{\"question_id\": 1, \"image\": \"sample.png\", \"text\": \"broken\"\n"           // malformed JSON
-             "{\"question_id\": 2, \"image\": \"missing.png\", \"text\": \"Where is it?\"}\n"   // missing image
-             "{\"question_id\": 3, \"image\": \"corrupt.png\", \"text\": \"Corrupt?\"}\n"       // corrupt image
+             "{\"question_id\": 1, \"image\": \"sample.png\", \"text\": \"broken\"\n"          // malformed JSON
+             "{\"question_id\": 2, \"image\": \"missing.png\", \"text\": \"Where is it?\"}\n"  // missing image
+             "{\"question_id\": 3, \"image\": \"corrupt.png\", \"text\": \"Corrupt?\"}\n"      // corrupt image
              "{\"question_id\": 4, \"image\": \"sample.jpg\", \"text\": \"Good two?\"}\n");
   const auto out = ws.dir + "/answers.jsonl";
   const auto r = test::run_command(ws.eval(q, out, "-n 4"));
@@ -288,8 +299,8 @@ TEST(EraEval, TwoChunksMergedEqualOneRun) {
   const auto single = ws.dir + "/single.jsonl";
   ASSERT_EQ(test::run_command(ws.eval(q, single, "-n 6")).exit_code, 0);
   for (int k = 0; k < 2; ++k) {
-    const auto r = test::run_command(ws.eval(q, ws.dir + "/chunk" + std::to_string(k) + ".jsonl",
-                                             "-n 6 --num-chunks 2 --chunk-idx " + std::to_string(k)));
+    const auto r = test::run_command(
+        ws.eval(q, ws.dir + "/chunk" + std::to_string(k) + ".jsonl", "-n 6 --num-chunks 2 --chunk-idx " + std::to_string(k)));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   EXPECT_EQ(lines_of(ws.dir + "/chunk0.jsonl").size(), 4u);  // ceil(7 / 2)
@@ -376,8 +387,10 @@ TEST(EraEval, MethodsAndBudgetsSideBySide) {
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.insert(e.path().filename().string());
   EXPECT_EQ(files, (std::set<std::string>{"full.jsonl", "era_8.jsonl", "era_16.jsonl"}));  // full once, not per budget
-  const std::map<std::string, std::pair<int64_t, int64_t>> expected = {  // file -> (nominal, real) tokens
-      {"full.jsonl", {0, 576}}, {"era_8.jsonl", {8, 8}}, {"era_16.jsonl", {16, 16}}};
+  const std::map<std::string, std::pair<int64_t, int64_t>> expected = {                    // file -> (nominal, real) tokens
+                                                                       {"full.jsonl", {0, 576}},
+                                                                       {"era_8.jsonl", {8, 8}},
+                                                                       {"era_16.jsonl", {16, 16}}};
   for (const auto& [file, tokens] : expected) {
     expect_complete(dir + "/" + file, 3);
     for (const auto& a : records_of(dir + "/" + file)) {
@@ -387,7 +400,8 @@ TEST(EraEval, MethodsAndBudgetsSideBySide) {
     }
   }
   EXPECT_NE(r.err.find("era_eval: era, 8 tokens: done: 3 answered, 0 skipped (already answered), 0 errors; 3 questions "
-                       "in this chunk; mean visual tokens 8.0 -> " + dir + "/era_8.jsonl"),
+                       "in this chunk; mean visual tokens 8.0 -> " +
+                       dir + "/era_8.jsonl"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("era_eval: full: done: 3 answered"), std::string::npos) << r.err;
@@ -427,12 +441,13 @@ void run_every_method(const std::string& bundle, int64_t tokens, bool next) {
   Workspace ws(next ? "era_eval_every_method_next" : "era_eval_every_method");
   const auto q = ws.questions("q.jsonl", 2);
   const auto dir = ws.dir + "/runs";
-  const std::vector<std::string> methods = {"full", "era", "divprune", "visionzip", "cdpruner", "pool", "random", "fastv", "dart"};
+  const std::vector<std::string> methods = {"full", "era",    "divprune", "visionzip", "cdpruner",
+                                            "pool", "random", "fastv",    "dart"};
   std::string list;
   for (const auto& m : methods) list += (list.empty() ? "" : ",") + m;
-  const auto r = test::run_command(test::era_eval_path() + " -m " + bundle + " --questions " + q + " --image-folder " + ws.images +
-                                   " --answers-dir " + dir + " -n 2 --methods " + list + " --tokens " + std::to_string(tokens) +
-                                   " --method-set fastv_layer=1 --method-set dart_layer=1");
+  const auto r = test::run_command(test::era_eval_path() + " -m " + bundle + " --questions " + q + " --image-folder " +
+                                   ws.images + " --answers-dir " + dir + " -n 2 --methods " + list + " --tokens " +
+                                   std::to_string(tokens) + " --method-set fastv_layer=1 --method-set dart_layer=1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<int64_t, int64_t> full_tokens;  // question line -> unreduced count
   for (const auto& a : records_of(dir + "/full.jsonl")) full_tokens[a["metadata"]["line"]] = a["metadata"]["visual_tokens"];
@@ -463,8 +478,8 @@ TEST(EraEval, EveryCompetingMethodSideBySideOnLlavaNext) { run_every_method(test
 TEST(EraEval, SideBySideUsageErrorsComeBeforeAnyWork) {
   Workspace ws("era_eval_side_by_side_usage");
   const auto q = ws.questions("q.jsonl", 1);
-  const std::string base = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " +
-                           ws.images + " -n 1 ";
+  const std::string base =
+      test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " + ws.images + " -n 1 ";
   // An unknown method anywhere in the list stops everything before the first run.
   const auto unknown = test::run_command(base + "--answers-dir " + ws.dir + "/runs --methods full,nope --tokens 8");
   EXPECT_EQ(unknown.exit_code, 2);
@@ -535,9 +550,9 @@ TEST(EraEvalThenScore, PopeAnswersScoreAndRetention) {
     const auto answers = ws.dir + "/" + method + ".jsonl";
     const auto run = test::run_command(ws.eval(ws.dir + "/q.jsonl", answers, "-n 4 --method " + method + " --tokens 64"));
     ASSERT_EQ(run.exit_code, 0) << run.err;
-    const auto score = test::run_command(test::era_score_path() + " --benchmark pope --answers " + answers +
-                                         " --annotations " + ws.dir + "/pope --questions " + ws.dir + "/q.jsonl --json " +
-                                         ws.dir + "/" + method + "_results.json --method " + method);
+    const auto score = test::run_command(test::era_score_path() + " --benchmark pope --answers " + answers + " --annotations " +
+                                         ws.dir + "/pope --questions " + ws.dir + "/q.jsonl --json " + ws.dir + "/" + method +
+                                         "_results.json --method " + method);
     ASSERT_EQ(score.exit_code, 0) << score.err;
     const auto results = json::parse(test::read_file(ws.dir + "/" + method + "_results.json"));
     ASSERT_TRUE(results["benchmarks"].contains("pope")) << results.dump();
@@ -565,8 +580,8 @@ TEST(EraEvalThenScore, ErrorRecordsOfMalformedLinesAreSkippedAndCounted) {
   json gqa = json::object();
   for (const char* id : {"0", "1", "2", "3"}) gqa[id] = {{"answer", "yes"}, {"isBalanced", true}, {"types", json::object()}};
   write_text(ws.dir + "/gqa.json", gqa.dump());
-  const auto score = test::run_command(test::era_score_path() + " --benchmark gqa --answers " + answers +
-                                       " --annotations " + ws.dir + "/gqa.json --json " + ws.dir + "/results.json");
+  const auto score = test::run_command(test::era_score_path() + " --benchmark gqa --answers " + answers + " --annotations " +
+                                       ws.dir + "/gqa.json --json " + ws.dir + "/results.json");
   ASSERT_EQ(score.exit_code, 0) << score.err;
   EXPECT_NE(score.out.find("2 error record(s) skipped"), std::string::npos) << score.out;
   const auto results = json::parse(test::read_file(ws.dir + "/results.json"));

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <tuple>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <tuple>
 
 #include "test_support.h"
 #include "util/npy.h"
@@ -16,9 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string infer(const std::string& args) {
-  return test::era_infer_path() + " -m " + test::bundle_dir() + " " + args;
-}
+std::string infer(const std::string& args) { return test::era_infer_path() + " -m " + test::bundle_dir() + " " + args; }
 std::string sample_png() { return test::source_dir() + "/tests/data/sample.png"; }
 
 // One line on stderr that starts with "era_infer: error:" and contains `needle`; exit code 2 or 3.
@@ -39,8 +37,9 @@ TEST(EraInfer, AnswersWithStats) {
 
 TEST(EraInfer, JsonOutputAndDumpsMatchReferences) {
   const auto dir = test::scratch_dir("era_infer_dumps");
-  const auto r = test::run_command(infer("--image " + sample_png() + " -p 'What is shown in this image?' -n 8 --json --ignore-eos" +
-                                         " --dump-preprocessed " + dir + "/pixels.npy --dump-tokens " + dir + "/tokens.json"));
+  const auto r =
+      test::run_command(infer("--image " + sample_png() + " -p 'What is shown in this image?' -n 8 --json --ignore-eos" +
+                              " --dump-preprocessed " + dir + "/pixels.npy --dump-tokens " + dir + "/tokens.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tokens"].size(), 8u);
@@ -206,9 +205,10 @@ TEST(EraInfer, InDecoderMethodsEndToEnd) {
     ASSERT_FALSE(full.empty());
     const int64_t all = full["stats"]["visual_tokens"];
     const std::string k1 = " --method-set fastv_layer=1 --method-set dart_layer=1";
-    for (const auto& [method, extra, want] : std::vector<std::tuple<std::string, std::string, int64_t>>{
-             {"fastv", "", 64}, {"dart", "", 68 /* official: 4 + 8 * floor(64 / 8) */},
-             {"dart", " --method-set dart_exact_budget=true", 64}}) {
+    for (const auto& [method, extra, want] :
+         std::vector<std::tuple<std::string, std::string, int64_t>>{{"fastv", "", 64},
+                                                                    {"dart", "", 68 /* official: 4 + 8 * floor(64 / 8) */},
+                                                                    {"dart", " --method-set dart_exact_budget=true", 64}}) {
       const auto j = run("--method " + method + " --tokens 64" + k1 + extra);
       ASSERT_FALSE(j.empty());
       EXPECT_EQ(j["stats"]["visual_tokens"], want) << bundle << " " << method << extra;

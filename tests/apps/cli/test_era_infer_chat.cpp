@@ -214,8 +214,9 @@ TEST(EraInferChat, CtrlCAtThePromptLeavesWhicheverThreadTakesIt) {
 
 // From a pipe: no prompt or banner, the same streamed answers, exit 0 at end of input.
 TEST(EraInferChat, PipedInputNeedsNoTerminal) {
-  const std::string cmd = "printf '/image " + test::source_dir() + "/tests/data/sample.png\\nWhat is it?\\n/stats on\\nMore?\\n' | " +
-                          test::era_infer_path() + " -m " + test::bundle_dir() + " -n 4 --chat";
+  const std::string cmd = "printf '/image " + test::source_dir() +
+                          "/tests/data/sample.png\\nWhat is it?\\n/stats on\\nMore?\\n' | " + test::era_infer_path() + " -m " +
+                          test::bundle_dir() + " -n 4 --chat";
   const auto r = test::run_command(cmd);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("> "), std::string::npos) << r.out;

@@ -29,8 +29,7 @@ Inputs write_inputs(const std::string& name, int64_t n = 24, int64_t d = 6, int6
 }
 
 test::CommandResult reduce(const Inputs& in, const std::string& args) {
-  return test::run_command(test::era_reduce_path() + " --features " + in.features + " --saliency " + in.saliency + " " +
-                           args);
+  return test::run_command(test::era_reduce_path() + " --features " + in.features + " --saliency " + in.saliency + " " + args);
 }
 
 void expect_reduce_error(const test::CommandResult& r, const std::string& needle) {

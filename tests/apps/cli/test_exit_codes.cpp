@@ -16,8 +16,11 @@ struct Tool {
 };
 
 std::vector<Tool> tools() {
-  return {{"era_infer", test::era_infer_path()}, {"era_eval", test::era_eval_path()}, {"era_bench", test::era_bench_path()},
-          {"era_score", test::era_score_path()}, {"era_reduce", test::era_reduce_path()}};
+  return {{"era_infer", test::era_infer_path()},
+          {"era_eval", test::era_eval_path()},
+          {"era_bench", test::era_bench_path()},
+          {"era_score", test::era_score_path()},
+          {"era_reduce", test::era_reduce_path()}};
 }
 
 void expect_one_error_line(const test::CommandResult& r, const std::string& tool, const std::string& needle) {
@@ -42,8 +45,9 @@ TEST(ExitCodes, VersionIsZeroAndNamesTheEraVersionCommitAndBuild) {
   EXPECT_STREQ(ERA_VERSION_STRING, ERA_PROJECT_VERSION);
   std::vector<Tool> all = tools();
   if (!std::string(ERA_SERVER_PATH).empty()) all.push_back({"era_server", ERA_SERVER_PATH});
-  const std::regex line("(era_[a-z]+) \\(era ([0-9]+\\.[0-9]+\\.[0-9]+), commit ([0-9a-f]{7,40}(-dirty)?|unknown); "
-                        "LibTorch [^,]+, (CUDA|CPU only), [A-Za-z]+ build\\)\n");
+  const std::regex line(
+      "(era_[a-z]+) \\(era ([0-9]+\\.[0-9]+\\.[0-9]+), commit ([0-9a-f]{7,40}(-dirty)?|unknown); "
+      "LibTorch [^,]+, (CUDA|CPU only), [A-Za-z]+ build\\)\n");
   for (const auto& t : all) {
     const auto r = test::run_command(t.path + " --version");
     EXPECT_EQ(r.exit_code, 0) << t.name << ": " << r.err;
@@ -68,7 +72,8 @@ TEST(ExitCodes, AnUnknownMethodIsTwoInEveryToolThatTakesOne) {
   const auto infer = test::run_command(test::era_infer_path() + " -m " + test::bundle_dir() + " -p hi --method erra");
   EXPECT_EQ(infer.exit_code, 2);  // no image: refused all the same
   expect_one_error_line(infer, "era_infer", "unknown reduction method 'erra'");
-  const auto bench = test::run_command(test::era_bench_path() + " -m " + test::bundle_dir() + " -i " + image + " --methods full,erra");
+  const auto bench =
+      test::run_command(test::era_bench_path() + " -m " + test::bundle_dir() + " -i " + image + " --methods full,erra");
   EXPECT_EQ(bench.exit_code, 2);
   EXPECT_NE(bench.err.find("unknown reduction method 'erra'"), std::string::npos) << bench.err;
 }

@@ -88,8 +88,8 @@ TEST(HostileInputs, EraConfigThatIsNotAFileIsRefusedWithoutBlocking) {
   const std::string fifo = s.dir + "/config.fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   for (const std::string& config : {s.dir, fifo, std::string("/dev/zero")}) {
-    const auto r = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() +
-                                     " -i " + s.dir + "/sample.png -p hi -n 1 --method era --tokens 8 --era-config " + config);
+    const auto r = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() + " -i " +
+                                     s.dir + "/sample.png -p hi -n 1 --method era --tokens 8 --era-config " + config);
     EXPECT_EQ(r.exit_code, 2) << config << "\n" << r.err;
     EXPECT_NE(r.err.find("ERA config " + config), std::string::npos) << r.err;
     EXPECT_EQ(lines_in(r.err), 1u) << r.err;
@@ -105,8 +105,8 @@ TEST(HostileInputs, ScoreAndMergeRefuseFifosWithoutBlocking) {
                                        " --annotations " + fifo);
   EXPECT_EQ(score.exit_code, 2) << score.err;
   EXPECT_NE(score.err.find(fifo + ": is a FIFO (named pipe), not a file"), std::string::npos) << score.err;
-  const auto merge = test::run_command(std::string(kNoHang) + test::era_eval_path() + " merge --inputs " + fifo + " -o " +
-                                       s.dir + "/merged.jsonl");
+  const auto merge = test::run_command(std::string(kNoHang) + test::era_eval_path() + " merge --inputs " + fifo + " -o " + s.dir +
+                                       "/merged.jsonl");
   EXPECT_EQ(merge.exit_code, 2) << merge.err;
   EXPECT_NE(merge.err.find("answers file " + fifo + ": is a FIFO"), std::string::npos) << merge.err;
   EXPECT_FALSE(fs::exists(s.dir + "/merged.jsonl"));
@@ -211,7 +211,7 @@ TEST(HostileInputs, TwoEraEvalOnOneAnswersFileExactlyOneRuns) {
     std::vector<int> codes = {wait_exit(a), wait_exit(b)};
     std::sort(codes.begin(), codes.end());
     EXPECT_EQ(codes, (std::vector<int>{0, 2})) << "trial " << trial << "\n"
-                                                << test::read_file(s.dir + "/a.err") << test::read_file(s.dir + "/b.err");
+                                               << test::read_file(s.dir + "/a.err") << test::read_file(s.dir + "/b.err");
     const std::string both = test::read_file(s.dir + "/a.err") + test::read_file(s.dir + "/b.err");
     EXPECT_NE(both.find("is in use by another process"), std::string::npos) << both;
     EXPECT_EQ(test::read_lines(s.dir + "/answers.jsonl").size(), 4u);
@@ -224,8 +224,8 @@ TEST(HostileInputs, TwoEraEvalOnOneAnswersFileExactlyOneRuns) {
 TEST(HostileInputs, SigintDuringTheLoadExitsLikeDuringTheRun) {
   Scratch s("sigint_load");
   const std::string q = s.questions(3);
-  const std::string cmd = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " +
-                          s.dir + " --answers " + s.dir + "/answers.jsonl -n 2";
+  const std::string cmd = test::era_eval_path() + " -m " + test::bundle_dir() + " --questions " + q + " --image-folder " + s.dir +
+                          " --answers " + s.dir + "/answers.jsonl -n 2";
   const pid_t pid = spawn(cmd, s.dir + "/err");
   // Wait until the model load has begun (its line is printed first), then interrupt.
   for (int i = 0; i < 2000 && test::read_file(s.dir + "/err").find("loading the model") == std::string::npos; ++i)
@@ -258,8 +258,8 @@ TEST(HostileInputs, FloatingPointFlagsRefuseNanAndInfinity) {
   };
   if (fs::exists(server_path))  // built where cpp-httplib is
     for (const char* value : {"nan", "NaN", "-nan", "inf", "0x1p99999"})
-      cases.push_back({server_path + " -m " + test::bundle_dir() + " --allow-dir /nonexistent/era --timeout-s " + value,
-                       "--timeout-s"});
+      cases.push_back(
+          {server_path + " -m " + test::bundle_dir() + " --allow-dir /nonexistent/era --timeout-s " + value, "--timeout-s"});
   for (const auto& [command, needle] : cases) {
     const auto r = test::run_command(kNoHang + command);
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
@@ -275,8 +275,8 @@ TEST(HostileInputs, FloatingPointFlagsRefuseNanAndInfinity) {
 // that does not decode names -i (era_infer) or the question's "image" field (era_eval records).
 TEST(HostileInputs, EmptyPromptIsRefusedAsEmpty) {
   for (const std::string extra : {" --no-template", ""}) {
-    const auto r = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() +
-                                     " -p ''" + extra + " -n 2 < /dev/null");
+    const auto r = test::run_command(std::string(kNoHang) + test::era_infer_path() + " -m " + test::bundle_dir() + " -p ''" +
+                                     extra + " -n 2 < /dev/null");
     EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.err;
     EXPECT_EQ(lines_in(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find("era_infer: error: -p/--prompt is empty"), std::string::npos) << extra << "\n" << r.err;
@@ -369,14 +369,12 @@ TEST(HostileInputs, AHostileTokenizerJsonIsRefusedByNameAndItsPatternCannotHang)
   r = test::run_command(infer + letters + " -p hi");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   const std::string regex_field = "/tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex: ";
-  EXPECT_NE(r.err.find(letters + regex_field + "the pattern backtracks without end on the probe"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find(letters + regex_field + "the pattern backtracks without end on the probe"), std::string::npos) << r.err;
   EXPECT_EQ(test::run_command(infer + pairs + " -p 'ab ab'").exit_code, 0);  // loads; ordinary prompts run
   const auto start = std::chrono::steady_clock::now();
   r = test::run_command(infer + pairs + " -p '" + hostile_prompt + "'");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find(pairs + regex_field + "the pattern backtracks without end on the text"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find(pairs + regex_field + "the pattern backtracks without end on the text"), std::string::npos) << r.err;
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
   const std::string q = s.dir + "/q.jsonl";
   test::write_file(q, json{{"question_id", 0}, {"image", "sample.png"}, {"text", hostile_prompt}}.dump() + "\n");

@@ -147,7 +147,7 @@ TEST(EvalAnswerFile, OneWriterAtATimeAndAtomicReplace) {
   first.append("d");
   EXPECT_EQ(test::read_file(path), "b\nc\nd\n");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);  // no temporary left
-  test::expect_invalid_argument([&] { AnswerFile second(path); }, "in use");  // the lock moved to the new file
+  test::expect_invalid_argument([&] { AnswerFile second(path); }, "in use");           // the lock moved to the new file
 }
 
 // ---- records -----------------------------------------------------------------------------------
@@ -210,12 +210,12 @@ TEST(EvalRecords, AnswerIdsLookLikeShortuuid) {
 // ---- merge -------------------------------------------------------------------------------------
 
 std::string rec(int64_t line, const std::string& text = "a") {
-  return "{\"question_id\": " + std::to_string(100 + line) + ", \"text\": \"" + text + "\", \"metadata\": {\"line\": " +
-         std::to_string(line) + "}}\n";
+  return "{\"question_id\": " + std::to_string(100 + line) + ", \"text\": \"" + text +
+         "\", \"metadata\": {\"line\": " + std::to_string(line) + "}}\n";
 }
 std::string err(int64_t line) {
-  return "{\"question_id\": null, \"line\": " + std::to_string(line) + ", \"error\": \"x\", \"metadata\": {\"line\": " +
-         std::to_string(line) + ", \"error\": \"x\"}}\n";
+  return "{\"question_id\": null, \"line\": " + std::to_string(line) +
+         ", \"error\": \"x\", \"metadata\": {\"line\": " + std::to_string(line) + ", \"error\": \"x\"}}\n";
 }
 
 TEST(EvalMerge, ConcatenatesChunksAndChecksLines) {
@@ -230,19 +230,29 @@ TEST(EvalMerge, ConcatenatesChunksAndChecksLines) {
   merge_answer_files({dir + "/1.jsonl", dir + "/0.jsonl"}, dir + "/all2.jsonl");
   EXPECT_EQ(test::read_file(dir + "/all2.jsonl"), test::read_file(dir + "/all.jsonl"));
 
-  test::expect_invalid_argument([&] { merge_answer_files({dir + "/0.jsonl", dir + "/0.jsonl"}, dir + "/x.jsonl"); },
-                                "question line 0 is answered twice");
+  test::expect_invalid_argument(
+      [&] {
+        merge_answer_files({dir + "/0.jsonl", dir + "/0.jsonl"}, dir + "/x.jsonl");
+      },
+      "question line 0 is answered twice");
   test::expect_invalid_argument([&] { merge_answer_files({dir + "/1.jsonl"}, dir + "/x.jsonl"); },
                                 "3 of 5 question line(s) have no record: 0, 1, 2");
   test::expect_invalid_argument(
-      [&] { merge_answer_files({dir + "/0.jsonl", dir + "/1.jsonl"}, dir + "/x.jsonl", {7, false}); },
+      [&] {
+        merge_answer_files({dir + "/0.jsonl", dir + "/1.jsonl"}, dir + "/x.jsonl", {7, false});
+      },
       "2 of 7 question line(s) have no record: 5, 6");
   test::expect_invalid_argument(
-      [&] { merge_answer_files({dir + "/0.jsonl", dir + "/1.jsonl"}, dir + "/x.jsonl", {4, false}); },
+      [&] {
+        merge_answer_files({dir + "/0.jsonl", dir + "/1.jsonl"}, dir + "/x.jsonl", {4, false});
+      },
       "only 4 questions");
   write_text(dir + "/torn.jsonl", rec(3) + "{\"question_id\": 4, \"te");
-  test::expect_invalid_argument([&] { merge_answer_files({dir + "/0.jsonl", dir + "/torn.jsonl"}, dir + "/x.jsonl"); },
-                                "incomplete line");
+  test::expect_invalid_argument(
+      [&] {
+        merge_answer_files({dir + "/0.jsonl", dir + "/torn.jsonl"}, dir + "/x.jsonl");
+      },
+      "incomplete line");
   EXPECT_FALSE(fs::exists(dir + "/x.jsonl"));
 
   write_text(dir + "/e.jsonl", err(3) + rec(4));
@@ -335,10 +345,13 @@ struct FakeRun {
   FakeCalls calls;
   int opened = 0;
   EvalSummary run(const EvalHooks& hooks = {}) {
-    return run_eval(config, [this]() {
-      ++opened;
-      return std::make_unique<FakeBackend>(&calls);
-    }, hooks);
+    return run_eval(
+        config,
+        [this]() {
+          ++opened;
+          return std::make_unique<FakeBackend>(&calls);
+        },
+        hooks);
   }
 };
 
@@ -446,8 +459,8 @@ TEST(EvalRunner, RefusesAnswersOfAnotherRun) {
   test::expect_invalid_argument([&] { f.run(); }, "was made with --method \"full\"");
   f.config.request.reduction.method = "full";
   f.config.request.reduction.tokens = 0;
-  write_text(f.config.questions, "{\"question_id\": 50, \"image\": \"a.png\", \"text\": \"other\"}\n" +
-                                     test::read_file(f.config.questions));
+  write_text(f.config.questions,
+             "{\"question_id\": 50, \"image\": \"a.png\", \"text\": \"other\"}\n" + test::read_file(f.config.questions));
   test::expect_invalid_argument([&] { f.run(); }, "another question file");
   // Settings that every request would fail with stop the run before anything is written.
   auto g = fake_run("eval_runner_settings", {"a.png"});
@@ -538,9 +551,9 @@ TEST(EvalRunPlan, EveryMethodAtEveryBudgetAndFullOnce) {
   const auto runs = plan_runs({"era", "full", "era:dep+btr"}, {64, 128}, "out");
   std::vector<std::string> got;
   for (const auto& r : runs) got.push_back(r.method + "@" + std::to_string(r.tokens) + "=" + r.answers);
-  EXPECT_EQ(got, (std::vector<std::string>{"era@64=out/era_64.jsonl", "era@128=out/era_128.jsonl", "full@0=out/full.jsonl",
-                                           "era:dep+btr@64=out/era-dep+btr_64.jsonl",
-                                           "era:dep+btr@128=out/era-dep+btr_128.jsonl"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"era@64=out/era_64.jsonl", "era@128=out/era_128.jsonl", "full@0=out/full.jsonl",
+                                      "era:dep+btr@64=out/era-dep+btr_64.jsonl", "era:dep+btr@128=out/era-dep+btr_128.jsonl"}));
   EXPECT_EQ(runs[0].label(), "era, 64 tokens");
   EXPECT_EQ(runs[2].label(), "full");
   // No budget: one run per method, named by the method alone.

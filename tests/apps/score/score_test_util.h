@@ -12,15 +12,15 @@ namespace era::score::test_util {
 
 // One answer line in LLaVA's format.
 inline std::string answer_line(const nlohmann::json& question_id, const std::string& text, const std::string& prompt = "q") {
-  nlohmann::json j = {{"question_id", question_id}, {"prompt", prompt},       {"text", text},
-                      {"answer_id", "x"},          {"model_id", "tiny-test"}, {"metadata", nlohmann::json::object()}};
+  nlohmann::json j = {{"question_id", question_id}, {"prompt", prompt},        {"text", text},
+                      {"answer_id", "x"},           {"model_id", "tiny-test"}, {"metadata", nlohmann::json::object()}};
   return j.dump() + "\n";
 }
 
 // An error record as the runner writes it.
 inline std::string error_line(const nlohmann::json& question_id, const std::string& message = "image missing") {
-  nlohmann::json j = {{"question_id", question_id}, {"prompt", "q"},         {"text", ""},
-                      {"answer_id", "x"},          {"model_id", "tiny-test"}, {"metadata", {{"error", message}}}};
+  nlohmann::json j = {{"question_id", question_id}, {"prompt", "q"},           {"text", ""},
+                      {"answer_id", "x"},           {"model_id", "tiny-test"}, {"metadata", {{"error", message}}}};
   return j.dump() + "\n";
 }
 

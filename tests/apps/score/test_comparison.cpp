@@ -58,8 +58,8 @@ TEST(Comparison, AZeroReferenceScoreIsLeftOutOfTheAverageNotFatal) {
 
 TEST(Comparison, GroupsByBudgetLargestFirstKeepingTheGivenOrder) {
   const MethodScores full = run("full", 0, {{"gqa", 50}}, {{"gqa", {576, 1}}});
-  const ComparisonTable t = compare_runs(full, {run("x", 64, {{"gqa", 40}}), run("y", 128, {{"gqa", 45}}),
-                                                run("z", 64, {{"gqa", 42}})});
+  const ComparisonTable t =
+      compare_runs(full, {run("x", 64, {{"gqa", 40}}), run("y", 128, {{"gqa", 45}}), run("z", 64, {{"gqa", 42}})});
   ASSERT_EQ(t.groups.size(), 3u);
   EXPECT_EQ(t.groups[0].title, "Upper bound: 576 tokens (100%)");
   EXPECT_FALSE(t.groups[0].budget.has_value());

@@ -13,10 +13,10 @@
 namespace era {
 namespace {
 
+using nlohmann::json;
 using score::test_util::answer_line;
 using score::test_util::error_line;
 using score::test_util::write_file;
-using nlohmann::json;
 
 test::CommandResult score(const std::string& args) { return test::run_command(test::era_score_path() + " " + args); }
 
@@ -47,8 +47,8 @@ void write_gqa(const std::string& dir) {
 TEST(EraScoreCli, GqaPrintsTheTableAndWritesResults) {
   const auto dir = test::scratch_dir("era_score_gqa");
   write_gqa(dir);
-  const auto r = score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir +
-                       "/gqa_questions.json --json " + dir + "/era.json --method era-64");
+  const auto r = score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/gqa_questions.json --json " +
+                       dir + "/era.json --method era-64");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("score  50.00  accuracy (%)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 error record(s) skipped"), std::string::npos) << r.out;
@@ -62,11 +62,14 @@ TEST(EraScoreCli, GqaPrintsTheTableAndWritesResults) {
 
 TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
   const auto dir = test::scratch_dir("era_score_video");
-  write_file(dir + "/videomme.jsonl",
-             R"({"question_id": "001-1", "answer": "A", "duration": "short"})" "\n"
-             R"({"question_id": "001-2", "answer": "C", "duration": "short"})" "\n"
-             R"({"question_id": "002-1", "answer": "D", "duration": "long"})" "\n"
-             R"({"question_id": "002-2", "answer": "B", "duration": "long"})" "\n");
+  write_file(dir + "/videomme.jsonl", R"({"question_id": "001-1", "answer": "A", "duration": "short"})"
+                                      "\n"
+                                      R"({"question_id": "001-2", "answer": "C", "duration": "short"})"
+                                      "\n"
+                                      R"({"question_id": "002-1", "answer": "D", "duration": "long"})"
+                                      "\n"
+                                      R"({"question_id": "002-2", "answer": "B", "duration": "long"})"
+                                      "\n");
   write_file(dir + "/answers.jsonl", answer_line("001-1", "A") + answer_line("001-2", "The answer is (C).") +
                                          answer_line("002-1", "B") + answer_line("002-2", "no idea at all"));
   const auto r = score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir +
@@ -79,7 +82,8 @@ TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
   EXPECT_EQ(j["benchmarks"]["videomme"]["counts"]["unparsed"], 1);
 
   // A bad annotation row stops with the row and the field named.
-  write_file(dir + "/bad.jsonl", R"({"question_id": "001-1", "answer": "Z"})" "\n");
+  write_file(dir + "/bad.jsonl", R"({"question_id": "001-1", "answer": "Z"})"
+                                 "\n");
   expect_score_error(score("--benchmark videomme --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
                      "row 1: \"answer\" must be one of A, B, C, D");
 }
@@ -87,17 +91,21 @@ TEST(EraScoreCli, VideoMultipleChoiceScoresLettersAndWritesResults) {
 TEST(EraScoreCli, MvBenchScoresLettersPerTaskAndWritesResults) {
   const auto dir = test::scratch_dir("era_score_mvbench");
   write_file(dir + "/mvbench.jsonl",
-             R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "stand"})" "\n"
-             R"({"question_id": "as_1", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "sit"})" "\n"
-             R"({"question_id": "oe_0", "task": "object_existence", "answer": "(C) three"})" "\n"
-             R"({"question_id": "oe_1", "task": "object_existence", "answer": "A"})" "\n"
-             R"({"question_id": "oe_2", "task": "object_existence", "answer": "A"})" "\n");
+             R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "stand"})"
+             "\n"
+             R"({"question_id": "as_1", "task": "action_sequence", "candidates": ["sit", "stand"], "answer": "sit"})"
+             "\n"
+             R"({"question_id": "oe_0", "task": "object_existence", "answer": "(C) three"})"
+             "\n"
+             R"({"question_id": "oe_1", "task": "object_existence", "answer": "A"})"
+             "\n"
+             R"({"question_id": "oe_2", "task": "object_existence", "answer": "A"})"
+             "\n");
   // Right, right ("a. sit" reads as A), wrong ("E" is not C), unparsed; the empty answer is left out.
-  write_file(dir + "/answers.jsonl", answer_line("as_0", "(B) stand") + answer_line("as_1", "a. sit") +
-                                         answer_line("oe_0", "E") + answer_line("oe_1", "no idea") +
-                                         answer_line("oe_2", ""));
-  const auto r = score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir +
-                       "/mvbench.jsonl --json " + dir + "/full.json --method full");
+  write_file(dir + "/answers.jsonl", answer_line("as_0", "(B) stand") + answer_line("as_1", "a. sit") + answer_line("oe_0", "E") +
+                                         answer_line("oe_1", "no idea") + answer_line("oe_2", ""));
+  const auto r = score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir + "/mvbench.jsonl --json " +
+                       dir + "/full.json --method full");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("score  50.00  accuracy (%)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 answer(s) gave no option letter"), std::string::npos) << r.out;
@@ -110,7 +118,8 @@ TEST(EraScoreCli, MvBenchScoresLettersPerTaskAndWritesResults) {
   EXPECT_EQ(j["benchmarks"]["mvbench"]["counts"]["empty"], 1);
 
   // An answer that is none of the candidates stops with the row named.
-  write_file(dir + "/bad.jsonl", R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit"], "answer": "run"})" "\n");
+  write_file(dir + "/bad.jsonl", R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["sit"], "answer": "run"})"
+                                 "\n");
   expect_score_error(score("--benchmark mvbench --answers " + dir + "/answers.jsonl --annotations " + dir + "/bad.jsonl"),
                      "row 1: \"answer\" \"run\" is not one of the \"candidates\"");
 }
@@ -118,8 +127,8 @@ TEST(EraScoreCli, MvBenchScoresLettersPerTaskAndWritesResults) {
 TEST(EraScoreCli, PopeReportsEachSplitAndTheMeanF1) {
   const auto dir = test::scratch_dir("era_score_pope");
   std::filesystem::create_directories(dir + "/labels");
-  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes",
-                                          "No",  "Yes",                  "no.", "I don't think so", "Yes"};
+  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes", "No", "Yes",
+                                          "no.", "I don't think so",     "Yes"};
   std::string labels, questions, answers;
   for (int i = 0; i < 10; ++i) {
     labels += json{{"question_id", i + 1}, {"label", i < 5 ? "yes" : "no"}}.dump() + "\n";
@@ -147,7 +156,8 @@ TEST(EraScoreCli, MmeSqaMmbenchTextVqaAndVqaV2) {
   const auto dir = test::scratch_dir("era_score_all");
   // MME: one image, both answers right -> 200.
   std::filesystem::create_directories(dir + "/MME/existence");
-  write_file(dir + "/MME/existence/1.txt", "Is there a dog? Please answer yes or no.\tYes\nIs there a cat? Please answer yes or no.\tNo\n");
+  write_file(dir + "/MME/existence/1.txt",
+             "Is there a dog? Please answer yes or no.\tYes\nIs there a cat? Please answer yes or no.\tNo\n");
   const std::string s = "\nAnswer the question using a single word or phrase.";
   write_file(dir + "/mme.jsonl", answer_line("existence/1.jpg", "Yes", "Is there a dog?" + s) +
                                      answer_line("existence/1.jpg", "No", "Is there a cat?" + s));
@@ -161,16 +171,20 @@ TEST(EraScoreCli, MmeSqaMmbenchTextVqaAndVqaV2) {
     "q4": {"answer": 0, "choices": ["a","b"], "split": "test"}})");
   write_file(dir + "/sqa.jsonl", answer_line("q1", "B", "<image>\nWhich?") + answer_line("q2", "B.", "<image>\nWhich?") +
                                      answer_line("q3", "The answer is C.", "Which?") + answer_line("q4", "A", "Which?"));
-  r = score("--benchmark sqa --answers " + dir + "/sqa.jsonl --annotations " + dir + "/problems.json --json " + dir + "/res.json");
+  r = score("--benchmark sqa --answers " + dir + "/sqa.jsonl --annotations " + dir + "/problems.json --json " + dir +
+            "/res.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("score  50.00  IMG accuracy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("accuracy = 75.00"), std::string::npos) << r.out;
 
   // MMBench: group 5 right in both rotations, group 6 wrong in one -> 50%.
-  write_file(dir + "/dev.tsv", "index\tquestion\tA\tB\tanswer\tcategory\n5\tq\tcat\tdog\tB\tc1\n1000005\tq\tdog\tcat\tA\tc1\n"
-                               "6\tq\tcat\tdog\tB\tc2\n1000006\tq\tdog\tcat\tA\tc2\n");
-  write_file(dir + "/mmb.jsonl", answer_line(5, "B") + answer_line(1000005, "A") + answer_line(6, "B") + answer_line(1000006, "B"));
-  r = score("--benchmark mmbench_cn --answers " + dir + "/mmb.jsonl --annotations " + dir + "/dev.tsv --json " + dir + "/res.json");
+  write_file(dir + "/dev.tsv",
+             "index\tquestion\tA\tB\tanswer\tcategory\n5\tq\tcat\tdog\tB\tc1\n1000005\tq\tdog\tcat\tA\tc1\n"
+             "6\tq\tcat\tdog\tB\tc2\n1000006\tq\tdog\tcat\tA\tc2\n");
+  write_file(dir + "/mmb.jsonl",
+             answer_line(5, "B") + answer_line(1000005, "A") + answer_line(6, "B") + answer_line(1000006, "B"));
+  r = score("--benchmark mmbench_cn --answers " + dir + "/mmb.jsonl --annotations " + dir + "/dev.tsv --json " + dir +
+            "/res.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("MMBench-CN"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("score  50.00  circular accuracy"), std::string::npos) << r.out;
@@ -178,22 +192,27 @@ TEST(EraScoreCli, MmeSqaMmbenchTextVqaAndVqaV2) {
   // TextVQA: T3's answers, prediction "Coke" -> 90%.
   json tv = {{"data", json::array({{{"image_id", "abc"},
                                     {"question", "What brand?"},
-                                    {"answers", {"coca cola", "coca cola", "coca-cola", "Coca Cola", "coke", "coke", "coke",
-                                                 "pepsi", "coca cola company", "cola"}}}})}};
+                                    {"answers",
+                                     {"coca cola", "coca cola", "coca-cola", "Coca Cola", "coke", "coke", "coke", "pepsi",
+                                      "coca cola company", "cola"}}}})}};
   write_file(dir + "/textvqa.json", tv.dump());
-  write_file(dir + "/textvqa.jsonl", answer_line("abc", "Coke", "What brand?\nReference OCR token: coke\nAnswer the question using a single word or phrase."));
-  r = score("--benchmark textvqa --answers " + dir + "/textvqa.jsonl --annotations " + dir + "/textvqa.json --json " + dir + "/res.json");
+  write_file(
+      dir + "/textvqa.jsonl",
+      answer_line("abc", "Coke", "What brand?\nReference OCR token: coke\nAnswer the question using a single word or phrase."));
+  r = score("--benchmark textvqa --answers " + dir + "/textvqa.jsonl --annotations " + dir + "/textvqa.json --json " + dir +
+            "/res.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("score  90.00  VQA accuracy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("OCR tokens in every prompt"), std::string::npos) << r.out;
 
   // VQAv2: val score and the test-dev upload in one run.
-  json vq = {{"info", {{"year", 2017}}},
-             {"annotations", json::array({{{"question_id", 1},
-                                           {"answer_type", "number"},
-                                           {"multiple_choice_answer", "2"},
-                                           {"answers", json::array()}}})}};
-  for (int i = 0; i < 10; ++i) vq["annotations"][0]["answers"].push_back({{"answer", "2"}, {"answer_confidence", "yes"}, {"answer_id", i + 1}});
+  json vq = {
+      {"info", {{"year", 2017}}},
+      {"annotations",
+       json::array(
+           {{{"question_id", 1}, {"answer_type", "number"}, {"multiple_choice_answer", "2"}, {"answers", json::array()}}})}};
+  for (int i = 0; i < 10; ++i)
+    vq["annotations"][0]["answers"].push_back({{"answer", "2"}, {"answer_confidence", "yes"}, {"answer_id", i + 1}});
   write_file(dir + "/vqav2_ann.json", vq.dump());
   write_file(dir + "/vqav2.jsonl", answer_line(1, "Two"));
   write_file(dir + "/test2015.jsonl", "{\"question_id\": 1, \"image\": \"a.jpg\"}\n{\"question_id\": 2, \"image\": \"b.jpg\"}\n");
@@ -225,8 +244,8 @@ TEST(EraScoreCli, RetentionComparesResultsFiles) {
   write_file(dir + "/pruned.json", p.dump());
   // A results file written by era_score itself (GQA only) joins the comparison.
   write_gqa(dir);
-  ASSERT_EQ(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/gqa_questions.json --json " +
-                  dir + "/half.json --method half")
+  ASSERT_EQ(score("--benchmark gqa --answers " + dir + "/gqa.jsonl --annotations " + dir + "/gqa_questions.json --json " + dir +
+                  "/half.json --method half")
                 .exit_code,
             0);
   const auto r = score("retention --reference " + dir + "/full.json --results " + dir + "/pruned.json " + dir +
@@ -276,14 +295,16 @@ TEST(EraScoreCli, BadInputsGiveOneErrorLine) {
   expect_score_error(score(gqa + "--answers " + dir + "/empty.jsonl"), "no answer records");
   // --json never clobbers a file that is not a results file.
   write_file(dir + "/notes.json", "[1, 2, 3]");
-  expect_score_error(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/notes.json"), "not an era_score results file");
+  expect_score_error(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/notes.json"),
+                     "not an era_score results file");
   EXPECT_EQ(test::read_file(dir + "/notes.json"), "[1, 2, 3]");
   expect_score_error(score(gqa + "--answers " + dir + "/gqa.jsonl --upload " + dir + "/u.json"), "only for vqav2");
   expect_score_error(score("--benchmark mme --answers " + dir + "/gqa.jsonl --annotations " + dir + "/nowhere"), "not a folder");
   // A results file is one model's: another model's answers are refused, the file left as it was.
   ASSERT_EQ(score(gqa + "--answers " + dir + "/gqa.jsonl --json " + dir + "/one_model.json").exit_code, 0);
   std::string other = test::read_file(dir + "/gqa.jsonl");
-  for (size_t at = other.find("tiny-test"); at != std::string::npos; at = other.find("tiny-test", at)) other.replace(at, 9, "other-llava");
+  for (size_t at = other.find("tiny-test"); at != std::string::npos; at = other.find("tiny-test", at))
+    other.replace(at, 9, "other-llava");
   write_file(dir + "/other_model.jsonl", other);
   const std::string before = test::read_file(dir + "/one_model.json");
   expect_score_error(score(gqa + "--answers " + dir + "/other_model.jsonl --name gqa_other --json " + dir + "/one_model.json"),
@@ -306,7 +327,8 @@ TEST(EraScoreCli, CompareWritesThePapersTable) {
   json gqa = json::object();
   std::string labels, questions;
   for (int i = 0; i < 4; ++i) {
-    gqa["g" + std::to_string(i)] = {{"answer", gold[static_cast<size_t>(i)]}, {"isBalanced", true}, {"types", {{"structural", "query"}}}};
+    gqa["g" + std::to_string(i)] = {
+        {"answer", gold[static_cast<size_t>(i)]}, {"isBalanced", true}, {"types", {{"structural", "query"}}}};
     labels += json{{"question_id", i + 1}, {"label", i < 2 ? "yes" : "no"}}.dump() + "\n";
     questions += json{{"question_id", 101 + i}, {"image", "x.jpg"}, {"text", "t"}, {"category", "random"}}.dump() + "\n";
   }
@@ -334,8 +356,11 @@ TEST(EraScoreCli, CompareWritesThePapersTable) {
                      {"prompt", "q"},
                      {"text", texts[static_cast<size_t>(i)]},
                      {"model_id", "llava-tiny"},
-                     {"metadata", {{"line", i}, {"method", run.method}, {"tokens", run.tokens},
-                                   {"visual_tokens", run.visual[static_cast<size_t>(i)]}}}}
+                     {"metadata",
+                      {{"line", i},
+                       {"method", run.method},
+                       {"tokens", run.tokens},
+                       {"visual_tokens", run.visual[static_cast<size_t>(i)]}}}}
                     .dump() +
                 "\n";
       }

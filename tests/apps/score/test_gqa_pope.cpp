@@ -44,9 +44,8 @@ TEST(GqaScore, PredictionIsRstripDotThenLower) {
 TEST(GqaScore, SkipsErrorsUnbalancedAndUnknownQuestions) {
   std::unordered_map<std::string, GqaQuestion> q = {
       {"1", {"yes", true, ""}}, {"2", {"no", false, ""}}, {"3", {"red", true, ""}}, {"4", {"cat", true, ""}}};
-  const auto answers =
-      answers_from(answer_line("1", "no") + answer_line("1", "Yes") + answer_line("2", "no") + error_line("3") +
-                   answer_line("99", "x") + "\n");
+  const auto answers = answers_from(answer_line("1", "no") + answer_line("1", "Yes") + answer_line("2", "no") + error_line("3") +
+                                    answer_line("99", "x") + "\n");
   const GqaResult r = score_gqa(answers, q);
   EXPECT_EQ(r.scored, 1u);
   EXPECT_EQ(r.correct, 1u);  // the last answer of question 1 counts
@@ -75,14 +74,14 @@ TEST(GqaScore, ReadsOnlyTheNeededFields) {
 TEST(PopeScore, ParseKeepsTheFirstSentenceAndLooksForNo) {
   for (const char* yes : {"NO", "Nope", "No!", "I don't think so", "", "Yes", "Yes, there is a dog."})
     EXPECT_TRUE(pope_says_yes(yes)) << "\"" << yes << "\"";
-  for (const char* no : {"No,", "No.", "There is a dog, not a cat.", "not sure", "The answer is no", "No", "no.",
-                         "There is no dog."})
+  for (const char* no :
+       {"No,", "No.", "There is a dog, not a cat.", "not sure", "The answer is no", "No", "no.", "There is no dog."})
     EXPECT_FALSE(pope_says_yes(no)) << "\"" << no << "\"";
 }
 
 TEST(PopeScore, TenItemTestVector) {
-  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes",
-                                          "No",  "Yes",                  "no.", "I don't think so", "Yes"};
+  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes", "No", "Yes",
+                                          "no.", "I don't think so",     "Yes"};
   std::vector<bool> parsed, labels;
   for (size_t i = 0; i < preds.size(); ++i) {
     parsed.push_back(pope_says_yes(preds[i]));
@@ -114,8 +113,8 @@ TEST(PopeScore, SplitsArePairedByPositionAndF1IsAveraged) {
   std::unordered_map<std::string, std::string> cat;
   std::map<std::string, std::vector<bool>> labels;
   std::string jsonl;
-  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes",
-                                          "No",  "Yes",                  "no.", "I don't think so", "Yes"};
+  const std::vector<std::string> preds = {"Yes", "Yes, there is a dog.", "No", "There is no dog.", "yes", "No", "Yes",
+                                          "no.", "I don't think so",     "Yes"};
   for (int i = 0; i < 10; ++i) {
     const std::string id = std::to_string(10000001 + i);
     cat[id] = "random";
@@ -156,8 +155,9 @@ TEST(PopeScore, ReadsLabelFoldersAndQuestionCategories) {
   ASSERT_EQ(labels.size(), 2u);
   EXPECT_EQ(labels.at("random"), (std::vector<bool>{true, false}));
   EXPECT_EQ(read_pope_labels(dir + "/labels/coco_pope_popular.json").at("popular"), std::vector<bool>{false});
-  write_file(dir + "/q.jsonl", "{\"question_id\": 1, \"image\": \"a.jpg\", \"text\": \"t\", \"category\": \"random\"}\n"
-                               "{\"question_id\": 20000001, \"category\": \"popular\"}\n");
+  write_file(dir + "/q.jsonl",
+             "{\"question_id\": 1, \"image\": \"a.jpg\", \"text\": \"t\", \"category\": \"random\"}\n"
+             "{\"question_id\": 20000001, \"category\": \"popular\"}\n");
   const auto cat = read_question_categories(dir + "/q.jsonl");
   EXPECT_EQ(cat.at("1"), "random");
   EXPECT_EQ(cat.at("20000001"), "popular");

@@ -23,14 +23,14 @@ TEST(MmBenchScore, ExtractsLettersLikeVlmEvalKitExactMode) {
   EXPECT_EQ(mmbench_extract("The answer is C", opts), 'C');
   EXPECT_EQ(mmbench_extract("A. cat", opts), 'A');
   EXPECT_EQ(mmbench_extract("(D)", opts), 'D');
-  EXPECT_EQ(mmbench_extract("The answer is A, not B.", opts), 'A');      // two letters: "answer is X"
+  EXPECT_EQ(mmbench_extract("The answer is A, not B.", opts), 'A');  // two letters: "answer is X"
   EXPECT_EQ(mmbench_extract("the ANSWER IS (B) for sure", opts), 'B');
-  EXPECT_EQ(mmbench_extract("It is a dog", opts), 'B');                   // text fallback
+  EXPECT_EQ(mmbench_extract("It is a dog", opts), 'B');  // text fallback
   EXPECT_EQ(mmbench_extract("Sorry, I can't help with images of people yet.", opts), 'Z');
   EXPECT_EQ(mmbench_extract("Z", opts), 'Z');
-  EXPECT_EQ(mmbench_extract("E", opts), std::nullopt);                    // not an option letter
-  EXPECT_EQ(mmbench_extract("a", opts), std::nullopt);                    // lowercase is no letter
-  EXPECT_EQ(mmbench_extract("A cat or a dog", opts), std::nullopt);       // two option texts
+  EXPECT_EQ(mmbench_extract("E", opts), std::nullopt);               // not an option letter
+  EXPECT_EQ(mmbench_extract("a", opts), std::nullopt);               // lowercase is no letter
+  EXPECT_EQ(mmbench_extract("A cat or a dog", opts), std::nullopt);  // two option texts
   // A letter too early in a long answer is not taken (position must be > #tokens - 5).
   EXPECT_EQ(mmbench_extract("A big cat sat there", opts), 'A');  // "A" at token 0 of 5 is too early; text fallback finds "cat"
   EXPECT_EQ(mmbench_extract("A large cat sits on the mat today", opts), std::nullopt);  // too long for the fallback
@@ -98,9 +98,8 @@ TEST(MmBenchScore, GroupsWithUnansweredRowsAreNotScored) {
   const auto dir = test::scratch_dir("score_mmbench_partial");
   write_file(dir + "/dev.tsv", mmb_tsv());
   const auto rows = read_mmbench_tsv(dir + "/dev.tsv");
-  const auto answers = answers_from(answer_line(5, "B") + answer_line(1000005, "A") + answer_line(6, "B") +
-                                    error_line(1000006) + answer_line(7, "C") + answer_line(99, "A") +
-                                    answer_line(7, "I cannot tell"));
+  const auto answers = answers_from(answer_line(5, "B") + answer_line(1000005, "A") + answer_line(6, "B") + error_line(1000006) +
+                                    answer_line(7, "C") + answer_line(99, "A") + answer_line(7, "I cannot tell"));
   const MmbResult r = score_mmbench(answers, rows);
   EXPECT_EQ(r.groups, 1u);
   EXPECT_EQ(r.correct_groups, 1u);
@@ -183,13 +182,18 @@ TEST(RetentionScore, ReadsResultsFilesWithMmePerceptionOrTotal) {
 }
 
 TEST(ScoreAnswers, ReadsLlavaAnswerLinesAndFlagsErrorRecords) {
-  const auto f = answers_from(
-      R"({"question_id": 3, "prompt": "p", "text": "Yes", "answer_id": "a", "model_id": "m", "metadata": {}})" "\n"
-      "\n"
-      R"({"question_id": "x/1.jpg", "text": "No"})" "\r\n"
-      R"({"question_id": 4, "prompt": "p", "text": "", "metadata": {"error": "image not found"}})" "\n"
-      R"({"question_id": 5, "error": "out of memory"})" "\n"
-      R"({"question_id": 6, "text": "ok", "metadata": {"error": null}})" "\n");
+  const auto f =
+      answers_from(R"({"question_id": 3, "prompt": "p", "text": "Yes", "answer_id": "a", "model_id": "m", "metadata": {}})"
+                   "\n"
+                   "\n"
+                   R"({"question_id": "x/1.jpg", "text": "No"})"
+                   "\r\n"
+                   R"({"question_id": 4, "prompt": "p", "text": "", "metadata": {"error": "image not found"}})"
+                   "\n"
+                   R"({"question_id": 5, "error": "out of memory"})"
+                   "\n"
+                   R"({"question_id": 6, "text": "ok", "metadata": {"error": null}})"
+                   "\n");
   ASSERT_EQ(f.records.size(), 5u);
   EXPECT_EQ(f.records[0].question_id, "3");
   EXPECT_TRUE(f.records[0].question_id_is_number);
@@ -207,9 +211,11 @@ TEST(ScoreAnswers, ReadsLlavaAnswerLinesAndFlagsErrorRecords) {
 }
 
 TEST(ScoreAnswers, BadLinesNameTheFileAndLine) {
-  test::expect_invalid_argument([] { answers_from("{\"question_id\": 1, \"text\": \"a\"}\n{oops\n"); }, "test.jsonl line 2: not valid JSON");
+  test::expect_invalid_argument([] { answers_from("{\"question_id\": 1, \"text\": \"a\"}\n{oops\n"); },
+                                "test.jsonl line 2: not valid JSON");
   // A number beyond a double is nlohmann's out_of_range, not a parse_error: still the file's fault.
-  test::expect_invalid_argument([] { answers_from("{\"question_id\": 1e400, \"text\": \"a\"}\n"); }, "test.jsonl line 1: not valid JSON");
+  test::expect_invalid_argument([] { answers_from("{\"question_id\": 1e400, \"text\": \"a\"}\n"); },
+                                "test.jsonl line 1: not valid JSON");
   test::expect_invalid_argument([] { answers_from("[1]\n"); }, "line 1: expected a JSON object");
   test::expect_invalid_argument([] { answers_from("{\"text\": \"a\"}\n"); }, "no question_id");
   test::expect_invalid_argument([] { answers_from("{\"question_id\": 1}\n"); }, "no text");

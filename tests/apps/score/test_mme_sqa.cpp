@@ -18,10 +18,18 @@ using test_util::error_line;
 using test_util::write_file;
 
 TEST(MmeScore, ParseFollowsCalculationPy) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"Yes.", "yes"},   {"yes, it is", "yes"}, {"Eyes", "yes"},   {"Not sure", "no"}, {"None", "no"},
-      {"nope", "no"},    {"The answer is yes", "other"}, {"Y", "other"}, {"  yes", "other"}, {"YES", "yes"},
-      {"", "other"},     {"No", "no"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{"Yes.", "yes"},
+                                                                  {"yes, it is", "yes"},
+                                                                  {"Eyes", "yes"},
+                                                                  {"Not sure", "no"},
+                                                                  {"None", "no"},
+                                                                  {"nope", "no"},
+                                                                  {"The answer is yes", "other"},
+                                                                  {"Y", "other"},
+                                                                  {"  yes", "other"},
+                                                                  {"YES", "yes"},
+                                                                  {"", "other"},
+                                                                  {"No", "no"}};
   for (const auto& [in, want] : cases) EXPECT_EQ(mme_parse(in), want) << "\"" << in << "\"";
 }
 
@@ -32,8 +40,9 @@ std::vector<MmeItem> pair(const std::string& subtask, const std::string& image, 
 
 TEST(MmeScore, ThreeImageTestVectorScores100) {
   std::vector<MmeItem> items;
-  for (const auto& p : {pair("existence", "1.jpg", "yes", "Yes", "no", "No"), pair("existence", "2.jpg", "yes", "Yes", "no", "Yes"),
-                        pair("existence", "3.jpg", "yes", "The answer is yes", "no", "Not sure")})
+  for (const auto& p :
+       {pair("existence", "1.jpg", "yes", "Yes", "no", "No"), pair("existence", "2.jpg", "yes", "Yes", "no", "Yes"),
+        pair("existence", "3.jpg", "yes", "The answer is yes", "no", "Not sure")})
     items.insert(items.end(), p.begin(), p.end());
   const MmeResult r = mme_scores(items);
   ASSERT_EQ(r.subtasks.size(), 1u);
@@ -169,11 +178,11 @@ TEST(ScienceQaScore, TestVectorImgIsHalfOverallThreeQuarters) {
   std::unordered_map<std::string, SqaProblem> problems = {
       {"q1", {1, 3, true}}, {"q2", {0, 2, true}}, {"q3", {2, 4, false}}, {"q4", {0, 2, false}}, {"q5", {0, 2, true}}};
   const std::string suffix = "\nAnswer with the option's letter from the given choices directly.";
-  const auto answers = answers_from(answer_line("q1", "B", "<image>\nWhich?\nA. x\nB. y\nC. z" + suffix) +
-                                    answer_line("q2", "B.", "<image>\nWhich?\nA. x\nB. y" + suffix) +
-                                    answer_line("q3", "The answer is C.", "Which?\nA. a\nB. b\nC. c\nD. d" + suffix) +
-                                    answer_line("q4", "A", "Which?\nA. a\nB. b" + suffix) + error_line("q5") +
-                                    answer_line("q404", "A", "x"));
+  const auto answers =
+      answers_from(answer_line("q1", "B", "<image>\nWhich?\nA. x\nB. y\nC. z" + suffix) +
+                   answer_line("q2", "B.", "<image>\nWhich?\nA. x\nB. y" + suffix) +
+                   answer_line("q3", "The answer is C.", "Which?\nA. a\nB. b\nC. c\nD. d" + suffix) +
+                   answer_line("q4", "A", "Which?\nA. a\nB. b" + suffix) + error_line("q5") + answer_line("q404", "A", "x"));
   const SqaResult r = score_sqa(answers, problems);
   EXPECT_EQ(r.total, 4u);
   EXPECT_NEAR(r.accuracy, 75.0, 1e-12);

@@ -46,9 +46,13 @@ TEST(VideoChoice, LettersAreReadAsLmmsEvalReadsThem) {
       {"Best answer:Best option: D", "D", "D"},
       {"D) the cat", "D", "D"},
       {"", "", ""},
-      {"\xE6\x88\x91\xE8\xAE\xA4\xE4\xB8\xBA\xE7\xAD\x94\xE6\xA1\x88\xE6\x98\xAF" "B", "B", "B"},
+      {"\xE6\x88\x91\xE8\xAE\xA4\xE4\xB8\xBA\xE7\xAD\x94\xE6\xA1\x88\xE6\x98\xAF"
+       "B",
+       "B", "B"},
       {"option b", "", ""},
-      {"\xC2\xA0" "A\xC2\xA0", "A", "A"},
+      {"\xC2\xA0"
+       "A\xC2\xA0",
+       "A", "A"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(video_choice_letter(c.text, VideoChoiceBenchmark::kVideoMme), c.videomme) << c.text;
@@ -72,9 +76,15 @@ TEST(VideoChoice, MvBenchLettersAreReadAsMcqAccReadsThem) {
       {"a dog running in the park", "A"},  // the article stands alone
       {"It is a cat. B", "A"},
       {"A,B, C", "C"},  // ", " present: every comma is deleted, "AB" is one word
-      {"\xE7\xAD\x94\xE6\xA1\x88\xE6\x98\xAF" "B", ""},  // CJK characters are word characters: no \b
-      {"\xE7\xAD\x94\xE6\xA1\x88\xEF\xBC\x9A" "B", "B"},  // a fullwidth colon is not
-      {"\xC2\xA0" "A\xC2\xA0", "A"},
+      {"\xE7\xAD\x94\xE6\xA1\x88\xE6\x98\xAF"
+       "B",
+       ""},  // CJK characters are word characters: no \b
+      {"\xE7\xAD\x94\xE6\xA1\x88\xEF\xBC\x9A"
+       "B",
+       "B"},  // a fullwidth colon is not
+      {"\xC2\xA0"
+       "A\xC2\xA0",
+       "A"},
       {"\xEF\xBC\xA2", ""},  // fullwidth B
       {"(F) none of these", ""},
       {"DOG", ""},
@@ -82,8 +92,7 @@ TEST(VideoChoice, MvBenchLettersAreReadAsMcqAccReadsThem) {
       {"I don't know", ""},
       {"", ""},
   };
-  for (const auto& [text, letter] : cases)
-    EXPECT_EQ(video_choice_letter(text, VideoChoiceBenchmark::kMvBench), letter) << text;
+  for (const auto& [text, letter] : cases) EXPECT_EQ(video_choice_letter(text, VideoChoiceBenchmark::kMvBench), letter) << text;
   // periodStrip.sub("", text, re.UNICODE) deletes at most 32 periods (re.UNICODE is 32, taken as
   // the count): with 31 before it the period of "a.b" goes too ("ab"), with 33 it stays.
   EXPECT_EQ(video_choice_letter(std::string(31, '.') + "a.b", VideoChoiceBenchmark::kMvBench), "");
@@ -93,14 +102,22 @@ TEST(VideoChoice, MvBenchLettersAreReadAsMcqAccReadsThem) {
 TEST(VideoChoice, MvBenchScoresPerTaskAndLeavesEmptyAnswersOut) {
   const std::string dir = test::scratch_dir("video_choice_mvbench");
   const std::string ann = dir + "/mvbench.jsonl";
-  write_file(ann,
-             R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["The woman", "The man", "Nobody"], "answer": "The man"})" "\n"
-             R"({"question_id": "as_1", "task": "action_sequence", "candidates": ["Yes", "No"], "answer": "Yes"})" "\n"
-             R"({"question_id": "ac_0", "task": "action_count", "candidates": ["1", "2", "3", "4"], "answer": "(D) 4"})" "\n"
-             R"({"question_id": "ac_1", "task": "action_count", "answer": "B"})" "\n"
-             R"({"question_id": 7, "task": "scene_transition", "candidates": ["u", "v", "w", "x", "y", "z"], "answer": "z"})" "\n"
-             R"({"question_id": "st_1", "task": "scene_transition", "candidates": ["u", "v", "w", "x", "y", "z"], "answer": "z"})" "\n"
-             R"({"question_id": "st_2", "task": "scene_transition", "answer": "C"})" "\n");
+  write_file(
+      ann,
+      R"({"question_id": "as_0", "task": "action_sequence", "candidates": ["The woman", "The man", "Nobody"], "answer": "The man"})"
+      "\n"
+      R"({"question_id": "as_1", "task": "action_sequence", "candidates": ["Yes", "No"], "answer": "Yes"})"
+      "\n"
+      R"({"question_id": "ac_0", "task": "action_count", "candidates": ["1", "2", "3", "4"], "answer": "(D) 4"})"
+      "\n"
+      R"({"question_id": "ac_1", "task": "action_count", "answer": "B"})"
+      "\n"
+      R"({"question_id": 7, "task": "scene_transition", "candidates": ["u", "v", "w", "x", "y", "z"], "answer": "z"})"
+      "\n"
+      R"({"question_id": "st_1", "task": "scene_transition", "candidates": ["u", "v", "w", "x", "y", "z"], "answer": "z"})"
+      "\n"
+      R"({"question_id": "st_2", "task": "scene_transition", "answer": "C"})"
+      "\n");
   const auto q = read_video_choice_annotations(ann, VideoChoiceBenchmark::kMvBench);
   ASSERT_EQ(q.size(), 7u);
   EXPECT_EQ(q.at("as_0").answer, "B");  // the first candidate equal to the answer
@@ -111,13 +128,12 @@ TEST(VideoChoice, MvBenchScoresPerTaskAndLeavesEmptyAnswersOut) {
   // Each pair was scored by lmms-eval's mvbench_process_results: 1, 1, 1, 0, 1, 0. An answer
   // beyond E is right only when it cleans to that lowercase letter ("F"), not as "(F) z".
   const AnswerFile answers = answers_from(answer_line("as_0", "(B) The man") + answer_line("as_1", "a cat is shown") +
-                                          answer_line("ac_0", "D. 4") + answer_line("ac_1", "no idea") +
-                                          answer_line(7, "F") + answer_line("st_1", "(F) z") + answer_line("st_2", "") +
-                                          error_line("zz"));
+                                          answer_line("ac_0", "D. 4") + answer_line("ac_1", "no idea") + answer_line(7, "F") +
+                                          answer_line("st_1", "(F) z") + answer_line("st_2", "") + error_line("zz"));
   const auto r = score_video_choice(answers, q, VideoChoiceBenchmark::kMvBench);
   EXPECT_EQ(r.total, 6u);
   EXPECT_EQ(r.correct, 4u);
-  EXPECT_EQ(r.empty, 1u);  // mvbench_aggregate_results skips pred_answer == ""
+  EXPECT_EQ(r.empty, 1u);     // mvbench_aggregate_results skips pred_answer == ""
   EXPECT_EQ(r.unparsed, 3u);  // "no idea", "F" and "(F) z" give no A-E letter
   EXPECT_EQ(r.error_records, 1u);
   EXPECT_EQ(r.missing, 0u);
@@ -191,7 +207,8 @@ TEST(VideoChoice, BadAnnotationsNameTheRowAndTheField) {
   expect_refused(R"([{"answer": "A"}])", VideoChoiceBenchmark::kVideoMme, "row 1: no \"question_id\"");
   expect_refused(R"([{"question_id": "1", "answer": "A"}, {"question_id": "1", "answer": "B"}])", VideoChoiceBenchmark::kVideoMme,
                  "row 2: question id \"1\" appears twice");
-  expect_refused("{\"id\": \"v\", \"correct_choice\": 7}\n", VideoChoiceBenchmark::kLongVideoBench, "\"correct_choice\" must be 0..4");
+  expect_refused("{\"id\": \"v\", \"correct_choice\": 7}\n", VideoChoiceBenchmark::kLongVideoBench,
+                 "\"correct_choice\" must be 0..4");
   expect_refused("{\"id\": \"v\"\n", VideoChoiceBenchmark::kLongVideoBench, "line 1: not valid JSON");
   expect_refused("[]", VideoChoiceBenchmark::kVideoMme, "no Video-MME rows");
   const auto mvb = VideoChoiceBenchmark::kMvBench;

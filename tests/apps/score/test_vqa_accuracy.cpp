@@ -5,9 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/score/score_test_util.h"
 #include "apps/score/vqa_accuracy.h"
 #include "apps/score/vqa_normalize.h"
-#include "apps/score/score_test_util.h"
 #include "test_support.h"
 
 namespace era::score {
@@ -24,7 +24,7 @@ std::vector<std::string> normalised(const std::vector<std::string>& raw) {
 }
 
 const std::vector<std::string> kT2 = {"2", "2", "2", "3", "3", "3", "3", "3", "3", "3"};
-const std::vector<std::string> kT3 = {"coca cola", "coca cola", "coca-cola", "Coca Cola", "coke",
+const std::vector<std::string> kT3 = {"coca cola", "coca cola", "coca-cola", "Coca Cola",         "coke",
                                       "coke",      "coke",      "pepsi",     "coca cola company", "cola"};
 
 TEST(VqaAccuracy, KMatchesGiveTheTableOfSection3) {
@@ -65,8 +65,9 @@ TEST(VqaAccuracy, TextVqaPromptGivesTheLowercasedQuestion) {
   EXPECT_EQ(textvqa_question_from_prompt(
                 "What brand is This?\nReference OCR token: Coke, 12\nAnswer the question using a single word or phrase."),
             "what brand is this?");
-  EXPECT_EQ(textvqa_question_from_prompt("Reference OCR token: a\nWhat Is it?\nAnswer the question using a single word or phrase."),
-            "what is it?");
+  EXPECT_EQ(
+      textvqa_question_from_prompt("Reference OCR token: a\nWhat Is it?\nAnswer the question using a single word or phrase."),
+      "what is it?");
   EXPECT_EQ(textvqa_question_from_prompt("Who?\nAnswer the question using a single word or phrase."), "who?");
   EXPECT_EQ(textvqa_question_from_prompt("OCR tokens: a b Question: What Is It? Short answer:"), "what is it?");
   EXPECT_THROW(textvqa_question_from_prompt("just one line"), Error);
@@ -79,15 +80,15 @@ std::string tv_prompt(const std::string& q) {
 
 TEST(VqaAccuracy, TextVqaT4JoinsOnImageAndQuestion) {
   // Two questions share image "img1" (question_id is the image id, not unique).
-  std::vector<TextVqaAnnotation> ann = {{"img1", "What brand?", kT3}, {"img1", "Which drink?", kT3},
-                                        {"img2", "What brand?", kT3}, {"img3", "What is sold?", kT3},
+  std::vector<TextVqaAnnotation> ann = {{"img1", "What brand?", kT3},
+                                        {"img1", "Which drink?", kT3},
+                                        {"img2", "What brand?", kT3},
+                                        {"img3", "What is sold?", kT3},
                                         {"img9", "Never asked?", kT3}};
-  const auto answers = answers_from(answer_line("img1", "Coca-Cola.", tv_prompt("What brand?")) +
-                                    answer_line("img1", "Coke", tv_prompt("WHICH drink?")) +
-                                    error_line("img2") +
-                                    answer_line("img2", "Pepsi", tv_prompt("What brand?")) +
-                                    answer_line("img3", "sprite", tv_prompt("What is sold?")) +
-                                    answer_line("img4", "x", tv_prompt("Unknown?")));
+  const auto answers = answers_from(
+      answer_line("img1", "Coca-Cola.", tv_prompt("What brand?")) + answer_line("img1", "Coke", tv_prompt("WHICH drink?")) +
+      error_line("img2") + answer_line("img2", "Pepsi", tv_prompt("What brand?")) +
+      answer_line("img3", "sprite", tv_prompt("What is sold?")) + answer_line("img4", "x", tv_prompt("Unknown?")));
   const VqaResult r = score_textvqa(answers, ann);
   ASSERT_EQ(r.scored, 4u);
   EXPECT_NEAR(r.per_question[0], 1.0, 1e-12);
@@ -105,7 +106,12 @@ TEST(VqaAccuracy, TextVqaNeedsTenAnswersAndPrompts) {
   EXPECT_THROW(score_textvqa(answers_from(answer_line("img1", "a", tv_prompt("Q?"))), ann), Error);
   ann[0].answers = kT3;
   test::expect_invalid_argument(
-      [&] { score_textvqa(answers_from(R"({"question_id": "img1", "text": "a"})" "\n"), ann); }, "needs the prompt");
+      [&] {
+        score_textvqa(answers_from(R"({"question_id": "img1", "text": "a"})"
+                                   "\n"),
+                      ann);
+      },
+      "needs the prompt");
 }
 
 TEST(VqaAccuracy, VqaV2ScoresLikeTheServerOnLlavasUpload) {
@@ -126,8 +132,8 @@ TEST(VqaAccuracy, VqaV2ScorerKeysByQuestionAndSplitsAnswerTypes) {
       {"2", {kT2, "number"}},
       {"3", {std::vector<std::string>(10, "red"), "other"}},
   };
-  const auto answers = answers_from(answer_line(1, "no") + answer_line(1, "Yes") + answer_line(2, "two") +
-                                    error_line(3) + answer_line(77, "x"));
+  const auto answers =
+      answers_from(answer_line(1, "no") + answer_line(1, "Yes") + answer_line(2, "two") + error_line(3) + answer_line(77, "x"));
   const VqaResult r = score_vqav2(answers, ann);
   EXPECT_EQ(r.scored, 2u);
   EXPECT_EQ(r.duplicates, 1u);

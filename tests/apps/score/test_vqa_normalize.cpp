@@ -9,34 +9,34 @@ namespace {
 
 TEST(VqaNormalize, WorkedExamplesOfSection2_4) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"Yes", "yes"},                       // 1
-      {"Two", "2"},                         // 2
-      {"The dog.", "dog"},                  // 3
-      {"a red car", "red car"},             // 4
-      {"3.5", "3.5"},                       // 5
-      {"2.", "2"},                          // 6
-      {".5", ".5"},                         // 7
-      {"10,000", "10000"},                  // 8
-      {"dont", "don't"},                    // 9
-      {"Whats", "what's"},                  // 10
-      {"man's hat", "man 's hat"},          // 11
-      {"It's a cat", "it 's cat"},          // 12
+      {"Yes", "yes"},                          // 1
+      {"Two", "2"},                            // 2
+      {"The dog.", "dog"},                     // 3
+      {"a red car", "red car"},                // 4
+      {"3.5", "3.5"},                          // 5
+      {"2.", "2"},                             // 6
+      {".5", ".5"},                            // 7
+      {"10,000", "10000"},                     // 8
+      {"dont", "don't"},                       // 9
+      {"Whats", "what's"},                     // 10
+      {"man's hat", "man 's hat"},             // 11
+      {"It's a cat", "it 's cat"},             // 12
       {"black-and-white", "black and white"},  // 13
-      {"left - right", "left right"},       // 14
-      {"Hello!", "hello"},                  // 15
-      {"U.S.A.", "usa"},                    // 16
-      {"none", "0"},                        // 17
-      {"twenty-one", "twenty 1"},           // 18
-      {"N/A", "n"},                         // 19
-      {"(a)", ""},                          // 20
-      {"yes, it is", "yes it is"},          // 21
-      {"  Red\tcar ", "red car"},           // 22
-      {"I'm", "i'm"},                       // 23
-      {"$1.99", "$1.99"},                   // 24
-      {"100%", "100%"},                     // 24
-      {"12:30", "12:30"},                   // 24
-      {"the the", ""},                      // 25
-      {"eleven", "eleven"},                 // 26
+      {"left - right", "left right"},          // 14
+      {"Hello!", "hello"},                     // 15
+      {"U.S.A.", "usa"},                       // 16
+      {"none", "0"},                           // 17
+      {"twenty-one", "twenty 1"},              // 18
+      {"N/A", "n"},                            // 19
+      {"(a)", ""},                             // 20
+      {"yes, it is", "yes it is"},             // 21
+      {"  Red\tcar ", "red car"},              // 22
+      {"I'm", "i'm"},                          // 23
+      {"$1.99", "$1.99"},                      // 24
+      {"100%", "100%"},                        // 24
+      {"12:30", "12:30"},                      // 24
+      {"the the", ""},                         // 25
+      {"eleven", "eleven"},                    // 26
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(vqa_normalize(in), want) << "input: \"" << in << "\"";
 }
@@ -76,10 +76,15 @@ TEST(VqaNormalize, PunctuationRuleUsesTheOriginalText) {
 }
 
 TEST(VqaNormalize, FollowsPythonUnicodeLowerAndWhitespace) {
-  EXPECT_EQ(vqa_normalize("\xC3\x89" "COLE"), "\xC3\xA9" "cole");            // ÉCOLE -> école
-  EXPECT_EQ(vqa_normalize("red\xC2\xA0" "car"), "red car");                 // NBSP splits like str.split()
+  EXPECT_EQ(vqa_normalize("\xC3\x89"
+                          "COLE"),
+            "\xC3\xA9"
+            "cole");  // ÉCOLE -> école
+  EXPECT_EQ(vqa_normalize("red\xC2\xA0"
+                          "car"),
+            "red car");                                                              // NBSP splits like str.split()
   EXPECT_EQ(vqa_normalize("\xD0\x9C\xD0\x98\xD0\xA0"), "\xD0\xBC\xD0\xB8\xD1\x80");  // МИР -> мир
-  EXPECT_EQ(vqa_normalize("1.\xEF\xBC\x95"), "1.\xEF\xBC\x95");  // a fullwidth digit is \d: the period stays
+  EXPECT_EQ(vqa_normalize("1.\xEF\xBC\x95"), "1.\xEF\xBC\x95");                      // a fullwidth digit is \d: the period stays
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <thread>
 
-#include "era/era.h"
 #include "apps/server/generation.h"
 #include "bundle_session.h"
+#include "era/era.h"
 #include "test_support.h"
 
 namespace era::server {

@@ -85,8 +85,7 @@ TEST_P(OpenBeneath, OpensInsideAndRefusesEveryWayOut) {
   const std::string out_link = openat2 ? err(EXDEV) : err(ELOOP);
   const std::vector<std::string> escapes = {"../outside/a.png", "real/../../outside/a.png", "..", "/etc/passwd",
                                             t.outside + "/a.png"};
-  for (const std::string& path : escapes)
-    EXPECT_EQ(open_result(dir, path, mode), err(EXDEV)) << path;
+  for (const std::string& path : escapes) EXPECT_EQ(open_result(dir, path, mode), err(EXDEV)) << path;
   EXPECT_EQ(open_result(dir, "out_link/a.png", mode), out_link);
   EXPECT_EQ(open_result(dir, "abs_link/a.png", mode), out_link);
   EXPECT_EQ(open_result(dir, "file_link", mode), out_link);
@@ -128,10 +127,9 @@ TEST_P(ImageSource, AllowedFolderRules) {
   // A link inside that stays inside: its target's name is what is opened (either way).
   EXPECT_EQ(resolved(policy, t.allowed + "/inside_link/a.png"), png);
   // Out, however spelled: 403, the same whether a file is there or not.
-  for (const std::string& path : {t.allowed + "/out_link/a.png", t.allowed + "/abs_link/a.png",
-                                  t.allowed + "/file_link", t.allowed + "/../outside/a.png",
-                                  t.allowed + "/out_link/missing.png", t.allowed + "/../outside/missing.png",
-                                  t.outside + "/a.png"})
+  for (const std::string& path :
+       {t.allowed + "/out_link/a.png", t.allowed + "/abs_link/a.png", t.allowed + "/file_link", t.allowed + "/../outside/a.png",
+        t.allowed + "/out_link/missing.png", t.allowed + "/../outside/missing.png", t.outside + "/a.png"})
     EXPECT_EQ(resolved(policy, path), "403") << path;
   // Inside but not a readable image file: 400, and a FIFO does not block.
   EXPECT_EQ(resolved(policy, t.allowed + "/missing.png"), "400");

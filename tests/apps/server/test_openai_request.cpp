@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "apps/server/api_error.h"
 #include "apps/server/image_source.h"
@@ -37,7 +37,8 @@ ChatRequest parse(const json& body, const ImageSourcePolicy& policy = ImageSourc
 }
 
 // The body must be refused with `status`, `param` as the field, and the field in the message.
-void expect_refused(const json& body, int status, const std::string& param, const ImageSourcePolicy& policy = ImageSourcePolicy()) {
+void expect_refused(const json& body, int status, const std::string& param,
+                    const ImageSourcePolicy& policy = ImageSourcePolicy()) {
   try {
     parse(body, policy);
     FAIL() << "accepted: " << body.dump();
@@ -179,10 +180,11 @@ TEST(OpenAiRequest, ModelDependentChecksUseTheLoadedModel) {
 
 TEST(OpenAiRequest, ImageSourcesAreCheckedNamingTheField) {
   const auto with_url = [](const std::string& url) {
-    return json{{"messages",
-                 {user("first"),
-                  {{"role", "assistant"}, {"content", "a"}},
-                  user(json::array({{{"type", "text"}, {"text", "see"}}, {{"type", "image_url"}, {"image_url", {{"url", url}}}}}))}}};
+    return json{
+        {"messages",
+         {user("first"),
+          {{"role", "assistant"}, {"content", "a"}},
+          user(json::array({{{"type", "text"}, {"text", "see"}}, {{"type", "image_url"}, {"image_url", {{"url", url}}}}}))}}};
   };
   const std::string field = "messages[2].content[1].image_url.url";
   expect_refused(with_url("https://example.com/cat.png"), 403, field);

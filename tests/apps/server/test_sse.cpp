@@ -14,7 +14,10 @@ TEST(Sse, EventsAreSingleDataLinesEndedByABlankLine) {
   const std::string event = sse_event({{"text", "two\nlines"}});
   EXPECT_EQ(event, "data: {\"text\":\"two\\nlines\"}\n\n");
   EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
-  EXPECT_EQ(dump_json(nlohmann::json(std::string("a\xff" "b"))), "\"a\xEF\xBF\xBD" "b\"");
+  EXPECT_EQ(dump_json(nlohmann::json(std::string("a\xff"
+                                                 "b"))),
+            "\"a\xEF\xBF\xBD"
+            "b\"");
 }
 
 TEST(Sse, ChunksAndTheFinalChunkCarryWhatClientsRead) {

@@ -15,9 +15,9 @@ namespace {
 TEST(OnevisionPacking, AnyresMaxGridFollowsTransformers) {
   // 4x3 tiles of 27x27 (1152x1536 px at 384): 108x81 tokens are 1.15 x 9 tiles' worth -> 93x70
   EXPECT_EQ(anyres_max_grid(108, 81, 9, 27), (std::array<int64_t, 2>{93, 70}));
-  EXPECT_EQ(anyres_max_grid(81, 81, 9, 27), (std::array<int64_t, 2>{81, 81}));    // exactly 9 tiles: kept
-  EXPECT_EQ(anyres_max_grid(88, 88, 9, 27), (std::array<int64_t, 2>{88, 88}));    // ratio 1.086 <= 1.1: kept
-  EXPECT_EQ(anyres_max_grid(162, 162, 9, 27), (std::array<int64_t, 2>{81, 81}));  // 6x6 tiles: ratio 2
+  EXPECT_EQ(anyres_max_grid(81, 81, 9, 27), (std::array<int64_t, 2>{81, 81}));      // exactly 9 tiles: kept
+  EXPECT_EQ(anyres_max_grid(88, 88, 9, 27), (std::array<int64_t, 2>{88, 88}));      // ratio 1.086 <= 1.1: kept
+  EXPECT_EQ(anyres_max_grid(162, 162, 9, 27), (std::array<int64_t, 2>{81, 81}));    // 6x6 tiles: ratio 2
   EXPECT_EQ(anyres_max_grid(162, 162, 0, 27), (std::array<int64_t, 2>{162, 162}));  // no cap (NeXT)
 }
 

@@ -20,7 +20,9 @@ Video synthetic_video(int n, int w = 320, int h = 240) {
   for (int k = 0; k < n; ++k) {
     cv::Mat rgb(h, w, CV_8UC3);
     for (int y = 0; y < h; ++y)
-      for (int x = 0; x < w; ++x) rgb.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uint8_t>(x + 40 * k), static_cast<uint8_t>(y), static_cast<uint8_t>(x ^ y));
+      for (int x = 0; x < w; ++x)
+        rgb.at<cv::Vec3b>(y, x) =
+            cv::Vec3b(static_cast<uint8_t>(x + 40 * k), static_cast<uint8_t>(y), static_cast<uint8_t>(x ^ y));
     frames.push_back(Image::from_pixels(rgb.data, w, h, static_cast<int>(rgb.step), PixelFormat::kRGB8));
   }
   return Video::from_frames(std::move(frames), "synthetic");
@@ -92,7 +94,9 @@ TEST(OnevisionVideo, EveryMethodRunsOrRefusesByName) {
     try {
       const Result r = onevision().generate(req);
       EXPECT_EQ(r.tokens.size(), 2u);
-      if (method.name != "full") { EXPECT_LT(r.stats.visual_tokens, 2 * 196 + 1); }
+      if (method.name != "full") {
+        EXPECT_LT(r.stats.visual_tokens, 2 * 196 + 1);
+      }
     } catch (const Error& e) {
       EXPECT_EQ(method.name, "visionzip") << e.what();
       EXPECT_NE(std::string(e.what()).find("CLS"), std::string::npos) << e.what();
@@ -136,7 +140,8 @@ TEST(OnevisionVideo, BadVideoRequestsAreClearErrors) {
   // more frames than the context holds: refused before a frame is decoded, naming the way out
   Request longest = video_request(1);
   longest.videos = {Video::from_frames(std::vector<Image>(200, synthetic_video(1).frames()[0]), "long.mp4")};
-  expect_error([&] { onevision().generate(longest); }, ErrorCode::kPrompt, {"prompt too long", "long.mp4: 200 frames", "--frames"});
+  expect_error([&] { onevision().generate(longest); }, ErrorCode::kPrompt,
+               {"prompt too long", "long.mp4: 200 frames", "--frames"});
   // a raw prompt without the video's placeholder
   Request raw = video_request(1);
   raw.use_template = false;

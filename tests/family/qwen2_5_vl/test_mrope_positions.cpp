@@ -49,7 +49,8 @@ TEST(MropePositions, ReducedImageKeepsOriginalPositionsAndTheTextAfterIt) {
   const std::vector<std::array<int64_t, 3>> want = {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, {3, 3, 4}, {3, 4, 5}, {6, 6, 6}, {7, 7, 7}};
   EXPECT_EQ(rows(mrope_positions(seq)), want);
   seq.compact_positions = true;  // the alternative: the two kept tokens count up like text
-  const std::vector<std::array<int64_t, 3>> compact = {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, {3, 3, 3}, {4, 4, 4}, {5, 5, 5}, {6, 6, 6}};
+  const std::vector<std::array<int64_t, 3>> compact = {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, {3, 3, 3},
+                                                       {4, 4, 4}, {5, 5, 5}, {6, 6, 6}};
   EXPECT_EQ(rows(mrope_positions(seq)), compact);
   EXPECT_EQ(seq.next_position(), 7);  // no positions set yet: the length is the fallback
 }
@@ -58,8 +59,8 @@ TEST(MropePositions, VideoTimeStepsAndTheNextPosition) {
   // 1 text token, a video of 3 temporal patches x 1 x 2 tokens with time step 2, 1 text token
   PromptSequence seq = sequence_of({text(0, 1), item(1, {3, 1, 2}, {0, 1, 2, 3, 4, 5}, 2), text(7, 1)});
   seq.positions = mrope_positions(seq);
-  const std::vector<std::array<int64_t, 3>> want = {{0, 0, 0}, {1, 1, 1}, {1, 1, 2}, {3, 1, 1}, {3, 1, 2},
-                                                    {5, 1, 1}, {5, 1, 2}, {3, 3, 3}};
+  const std::vector<std::array<int64_t, 3>> want = {{0, 0, 0}, {1, 1, 1}, {1, 1, 2}, {3, 1, 1},
+                                                    {3, 1, 2}, {5, 1, 1}, {5, 1, 2}, {3, 3, 3}};
   EXPECT_EQ(rows(seq.positions), want);
   // decoding goes on one past the largest position (transformers' rope_deltas), not at the length
   EXPECT_EQ(seq.next_position(), 6);

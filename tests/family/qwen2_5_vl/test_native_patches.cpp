@@ -6,8 +6,8 @@
 #include <opencv2/core.hpp>
 
 #include "era/error.h"
-#include "family/qwen2_5_vl/native_patches.h"
 #include "family/frame_preprocess.h"
+#include "family/qwen2_5_vl/native_patches.h"
 
 namespace era {
 namespace {
@@ -18,10 +18,10 @@ struct ResizeCase {
   int64_t h, w, min_pixels, max_pixels, want_h, want_w;
 };
 const ResizeCase kResizeCases[] = {
-    {480, 640, 3136, 12845056, 476, 644},  {900, 300, 3136, 12845056, 896, 308},   {330, 1000, 3136, 12845056, 336, 1008},
-    {56, 56, 3136, 12845056, 56, 56},      {10, 20, 3136, 12845056, 56, 84},       {42, 70, 3136, 12845056, 56, 56},
-    {1530, 1150, 3136, 200704, 504, 364},  {4000, 3000, 3136, 1003520, 1148, 840}, {224, 224, 50176, 50176, 224, 224},
-    {14, 2800, 3136, 12845056, 28, 812},   {1080, 1920, 3136, 602112, 560, 1008},  {98, 98, 3136, 12845056, 112, 112},
+    {480, 640, 3136, 12845056, 476, 644}, {900, 300, 3136, 12845056, 896, 308},   {330, 1000, 3136, 12845056, 336, 1008},
+    {56, 56, 3136, 12845056, 56, 56},     {10, 20, 3136, 12845056, 56, 84},       {42, 70, 3136, 12845056, 56, 56},
+    {1530, 1150, 3136, 200704, 504, 364}, {4000, 3000, 3136, 1003520, 1148, 840}, {224, 224, 50176, 50176, 224, 224},
+    {14, 2800, 3136, 12845056, 28, 812},  {1080, 1920, 3136, 602112, 560, 1008},  {98, 98, 3136, 12845056, 112, 112},
 };
 
 TEST(NativePatches, SmartResizeMatchesTransformers) {
@@ -69,7 +69,9 @@ void expect_layout(const NativeItem& item, const std::vector<torch::Tensor>& fra
             for (int64_t c = 0; c < 3; ++c)
               for (int64_t f = 0; f < tp; ++f) {
                 const int64_t frame = std::min<int64_t>(t * tp + f, static_cast<int64_t>(frames.size()) - 1);
-                const auto want = frames[frame][c].slice(0, (by * m + my) * p, (by * m + my + 1) * p).slice(1, (bx * m + mx) * p, (bx * m + mx + 1) * p);
+                const auto want = frames[frame][c]
+                                      .slice(0, (by * m + my) * p, (by * m + my + 1) * p)
+                                      .slice(1, (bx * m + mx) * p, (bx * m + mx + 1) * p);
                 const auto got = item.patches[row].slice(0, (c * tp + f) * p * p, (c * tp + f + 1) * p * p).view({p, p});
                 ASSERT_TRUE(torch::equal(got, want)) << "row " << row << " channel " << c << " frame " << f;
               }

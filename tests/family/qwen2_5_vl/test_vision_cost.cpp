@@ -28,8 +28,8 @@ Manifest tiny_native_manifest() {
 TEST(QwenVisionCost, NativeTowerByHand) {
   const VisionCost cost = qwen25vl_vision_cost(tiny_native_manifest());
   const ItemGrids grids{{1, 4, 6}};
-  const double embed = 2.0 * 24 * (3 * 2 * 14 * 14) * 4;           // 24 patches
-  const double dense = 2 * (2.0 * 24 * (4 * 16 + 3 * 4 * 8));       // q/k/v/o + gated MLP, 2 layers
+  const double embed = 2.0 * 24 * (3 * 2 * 14 * 14) * 4;             // 24 patches
+  const double dense = 2 * (2.0 * 24 * (4 * 16 + 3 * 4 * 8));        // q/k/v/o + gated MLP, 2 layers
   const double attention = 4.0 * 4 * (24 * 24 + (16 * 16 + 8 * 8));  // full layer + window layer
   EXPECT_DOUBLE_EQ(cost.vision(0, grids), embed + dense + attention);
   EXPECT_DOUBLE_EQ(cost.projector(0, grids), 2.0 * 6 * (16 * 16 + 16 * 10));  // 6 merged tokens

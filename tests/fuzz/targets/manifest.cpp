@@ -1,5 +1,5 @@
-#include "fuzz_targets.h"
 #include "model/manifest.h"
+#include "fuzz_targets.h"
 #include "targets/scratch_file.h"
 #include "targets/swallow.h"
 

@@ -1,7 +1,5 @@
+#include "util/npy.h"
 #include "fuzz_targets.h"
 #include "targets/swallow.h"
-#include "util/npy.h"
 
-int era::fuzz::npy(const uint8_t* data, size_t size) {
-  ERA_FUZZ_REFUSAL_IS_FINE(era::parse_npy(data, size, "<fuzz>.npy"));
-}
+int era::fuzz::npy(const uint8_t* data, size_t size) { ERA_FUZZ_REFUSAL_IS_FINE(era::parse_npy(data, size, "<fuzz>.npy")); }

@@ -23,10 +23,10 @@
 #include <memory>
 #include <string>
 
-#include "era/error.h"
-#include "fuzz_targets.h"
 #include "apps/server/api_error.h"
 #include "apps/server/openai_request.h"
+#include "era/error.h"
+#include "fuzz_targets.h"
 
 namespace {
 
@@ -46,8 +46,7 @@ struct Folders {
 
   Folders() {
     const char* tmp = std::getenv("TMPDIR");
-    const std::string root =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/era-fuzz-openai-request-" + std::to_string(::getpid());
+    const std::string root = std::string(tmp && *tmp ? tmp : "/tmp") + "/era-fuzz-openai-request-" + std::to_string(::getpid());
     allowed = root + "/allowed";
     outside = root + "/outside";
     fs::remove_all(root);
@@ -61,8 +60,8 @@ struct Folders {
     fs::create_directory_symlink("../outside", allowed + "/out_link");
     fs::create_symlink(outside + "/secret.png", allowed + "/secret_link.png");
     beneath = std::make_unique<era::server::ImageSourcePolicy>(std::vector<std::string>{allowed});
-    walk = std::make_unique<era::server::ImageSourcePolicy>(std::vector<std::string>{allowed},
-                                                            era::server::BeneathMode::kWalkOnly);
+    walk =
+        std::make_unique<era::server::ImageSourcePolicy>(std::vector<std::string>{allowed}, era::server::BeneathMode::kWalkOnly);
   }
 };
 
@@ -72,8 +71,7 @@ const Folders& folders() {
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
 
 // The lowest free descriptor: it climbs when descriptors leak. A margin, since libFuzzer may keep

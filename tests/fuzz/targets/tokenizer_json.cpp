@@ -16,13 +16,11 @@
 // characters.
 int era::fuzz::tokenizer_json(const uint8_t* data, size_t size) {
   const std::string path = scratch_folder_with("tokenizer-json", "tokenizer.json", data, size) + "/tokenizer.json";
-  const std::string own_text =
-      utf8::lossy(std::string_view(reinterpret_cast<const char*>(data), std::min<size_t>(size, 4096)));
+  const std::string own_text = utf8::lossy(std::string_view(reinterpret_cast<const char*>(data), std::min<size_t>(size, 4096)));
   ERA_FUZZ_REFUSAL_IS_FINE({
     const era::Tokenizer tokenizer(path);
     for (const std::string& text :
-         {std::string("<|im_start|>user\n<image>\nWhat is shown? It's 42 \xF0\x9F\x98\x80 caf\xC3\xA9<|im_end|>\n"),
-          own_text}) {
+         {std::string("<|im_start|>user\n<image>\nWhat is shown? It's 42 \xF0\x9F\x98\x80 caf\xC3\xA9<|im_end|>\n"), own_text}) {
       try {
         const std::vector<int64_t> ids = tokenizer.encode(text);
         (void)tokenizer.decode(ids);

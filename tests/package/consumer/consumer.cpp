@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
 
     const cv::Mat bgr = cv::imread(argv[2], cv::IMREAD_COLOR);
     request.images.clear();
-    request.image_buffers = {era::Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), era::PixelFormat::kBGR8)};
+    request.image_buffers = {
+        era::Image::from_pixels(bgr.data, bgr.cols, bgr.rows, static_cast<int>(bgr.step), era::PixelFormat::kBGR8)};
     const era::Result from_pixels = session.generate(request);
 
     std::cout << "version " << era::version_string() << " headers " << ERA_VERSION_STRING << "\n";
