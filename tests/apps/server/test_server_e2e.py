@@ -483,9 +483,18 @@ class HostileClients(unittest.TestCase):
         server = Server("--max-connections-per-client", "3", "--max-connections", "4", "-q")
         held = []
         try:
-            held = [connect(server.port) for _ in range(3)]
-            extra = connect(server.port)
-            answer, took = read_answer(extra, 3)
+            # Four connections from one client: one is refused at once. Each connection is admitted
+            # on its own thread, so which of the four it is depends on scheduling (under load the
+            # last one connected may be admitted first): the one that answers.
+            socks = [connect(server.port) for _ in range(4)]
+            held = list(socks)
+            start = time.monotonic()
+            readable, _, _ = select.select(socks, [], [], 3)
+            self.assertEqual(len(readable), 1, "expected exactly one refused connection")
+            extra = readable[0]
+            held = [sock for sock in socks if sock is not extra]
+            answer, _ = read_answer(extra, 3)
+            took = time.monotonic() - start
             extra.close()
             self.assertEqual(status_of(answer), 503, answer)
             self.assertIn(b"--max-connections-per-client", answer)
