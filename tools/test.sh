@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 slowest_tests() {
   echo "ten slowest tests (route $2):"
   sed -n -E 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: ([^ ]+) \.*[ *]*(.*[^ ]) +([0-9]+\.[0-9]+) sec.*$/\3\t\2\t\1/p' "$1" |
-    sort -t $'\t' -k1,1 -g -r | head -n 10 | awk -F '\t' '{ split($2, w, /[ :]/); printf "  %9.2f s  %-9s %s\n", $1, w[1], $3 }'
+    sort -t $'\t' -k1,1 -g -r | awk -F '\t' 'NR <= 10 { split($2, w, /[ :]/); printf "  %9.2f s  %-9s %s\n", $1, w[1], $3 }'
+  # (awk reads every line and prints ten: `head` would close the pipe early, and sort's SIGPIPE
+  # under pipefail ended this script with status 141)
 }
 
 route=all
