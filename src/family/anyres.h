@@ -6,12 +6,18 @@
 
 #include "family/clip_preprocess.h"
 #include "image/pil_resize.h"
-#include "model/manifest.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace era {
+
+// A (height, width) pair: an image's size, an anyres grid pinpoint.
+struct Resolution {
+  int64_t height = 0;
+  int64_t width = 0;
+  bool operator==(const Resolution& o) const { return height == o.height && width == o.width; }
+};
 
 // HF's select_best_resolution: the candidate (height, width) that keeps the most of the image's
 // pixels after an aspect-preserving fit, then the least waste; earlier candidates win ties (HF

@@ -7,13 +7,13 @@
 
 namespace era {
 
-AnyresGeometry anyres_geometry(const Manifest& manifest, const std::array<int64_t, 2>& size) {
+AnyresGeometry anyres_geometry(const LlavaImageSpec& image, int64_t patch_size, const std::array<int64_t, 2>& size) {
   AnyresGeometry geometry;
   geometry.original = {size[0], size[1]};
-  const Resolution best = select_best_resolution(geometry.original, manifest.image.grid_pinpoints);
-  geometry.rows = best.height / manifest.image.size;
-  geometry.cols = best.width / manifest.image.size;
-  geometry.patches_per_side = manifest.image.size / manifest.vision.patch_size;
+  const Resolution best = select_best_resolution(geometry.original, image.grid_pinpoints);
+  geometry.rows = best.height / image.size;
+  geometry.cols = best.width / image.size;
+  geometry.patches_per_side = image.size / patch_size;
   return geometry;
 }
 

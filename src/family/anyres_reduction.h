@@ -6,12 +6,14 @@
 #include <array>
 
 #include "family/anyres_packing.h"
+#include "family/llava_sections.h"
 #include "family/model_family.h"
 
 namespace era {
 
-// The tile grid of an image of `size` (height, width) under the manifest's pinpoints.
-AnyresGeometry anyres_geometry(const Manifest& manifest, const std::array<int64_t, 2>& size);
+// The tile grid of an image of `size` (height, width) under the image section's pinpoints, with
+// the tower's `patch_size`.
+AnyresGeometry anyres_geometry(const LlavaImageSpec& image, int64_t patch_size, const std::array<int64_t, 2>& size);
 
 // The image's crops reduced before packing: scope "crop" reduces each crop (tokens_per_crop
 // tokens) with `per_crop_nominal` as its nominal budget (resolve_budget), "image" makes one

@@ -5,14 +5,14 @@
 
 namespace era {
 
-cv::Mat resize_video_frame(const cv::Mat& rgb, const VideoSpec& video) {
+cv::Mat resize_video_frame(const cv::Mat& rgb, const LlavaVideoSpec& video) {
   const int s = static_cast<int>(video.size);
   const ResampleArithmetic arithmetic =
       video.arithmetic == "pillow" ? ResampleArithmetic::kPillow : ResampleArithmetic::kTorchUint8;
   return resize_u8(rgb, s, s, video.filter, arithmetic);
 }
 
-torch::Tensor normalize_video_frame(const cv::Mat& frame, const VideoSpec& video) {
+torch::Tensor normalize_video_frame(const cv::Mat& frame, const LlavaVideoSpec& video) {
   if (frame.type() != CV_8UC3 || frame.rows != video.size || frame.cols != video.size) {
     throw Error(ErrorCode::kRuntime, "normalize_video_frame: expects a " + std::to_string(video.size) + "x" +
                                          std::to_string(video.size) + " RGB frame");

@@ -6,15 +6,15 @@
 #include <torch/script.h>
 #include <opencv2/core.hpp>
 
-#include "model/manifest.h"
+#include "family/llava_sections.h"
 
 namespace era {
 
 // One decoded RGB frame (CV_8UC3) -> the uint8 RGB frame (size x size) the tower sees.
-cv::Mat resize_video_frame(const cv::Mat& rgb, const VideoSpec& video);
+cv::Mat resize_video_frame(const cv::Mat& rgb, const LlavaVideoSpec& video);
 
 // A resized frame -> float32 [3, size, size].
-torch::Tensor normalize_video_frame(const cv::Mat& frame, const VideoSpec& video);
+torch::Tensor normalize_video_frame(const cv::Mat& frame, const LlavaVideoSpec& video);
 
 // Any uint8 RGB image -> float32 [3, H, W] by the fused rescale + normalise above.
 torch::Tensor normalize_fused(const cv::Mat& rgb, const std::array<float, 3>& mean, const std::array<float, 3>& std);

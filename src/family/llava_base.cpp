@@ -6,7 +6,7 @@
 
 namespace era {
 
-ClipImageConfig clip_config(const ImageSpec& image) {
+ClipImageConfig clip_config(const LlavaImageSpec& image) {
   ClipImageConfig clip;
   clip.size = static_cast<int>(image.size);
   clip.shortest_edge = static_cast<int>(image.shortest_edge);
@@ -21,6 +21,7 @@ ClipImageConfig clip_config(const ImageSpec& image) {
 void check_llava_modules(const ModelBundle& b) {
   const auto& m = b.manifest;
   const auto& v = m.vision;
+  const LlavaSections sections = read_llava_sections(m);  // refuses sections this family cannot read
   // A CLIP / SigLIP tower: patch and position embeddings, the layers_run layers the features need
   // (the exporter keeps those; the rest never run).
   ShapeChecker vision(b.vision, b.dir, m.vision_file);
@@ -42,7 +43,7 @@ void check_llava_modules(const ModelBundle& b) {
   ShapeChecker proj(b.projector, b.dir, m.projector_file);
   proj.expect("linear_1.weight", {m.projector_out, m.projector_in});
   proj.expect("linear_2.weight", {m.projector_out, m.projector_out});
-  if (m.image.layout == ImageLayout::kAnyres) proj.expect("image_newline", {m.projector_out});
+  if (sections.image.layout == ImageLayout::kAnyres) proj.expect("image_newline", {m.projector_out});
 
   // The values baked into the tower, which the shapes cannot tell apart.
   AttributeChecker attrs(b.vision, b.dir, m.vision_file);
@@ -60,9 +61,8 @@ void check_llava_modules(const ModelBundle& b) {
 
 VisionCost llava_vision_cost(const Manifest& manifest) {
   const auto& v = manifest.vision;
-  // vision.intermediate_size is optional (older bundles): 4 x hidden, CLIP's ratio
   const double C = static_cast<double>(v.hidden_size), P = static_cast<double>(v.patch_size), D = manifest.text.hidden_size,
-               I = v.intermediate_size > 0 ? static_cast<double>(v.intermediate_size) : 4.0 * C;
+               I = static_cast<double>(v.mlp_width());
   const double patches = static_cast<double>(v.num_patches), N = patches + 1;  // + CLS
   const double patch_embed = 2.0 * patches * (3 * P * P) * C;
   const double per_layer = 2.0 * N * (4 * C * C + 2 * C * I) + 4.0 * N * N * C;
@@ -73,12 +73,15 @@ VisionCost llava_vision_cost(const Manifest& manifest) {
 }
 
 LlavaFamilyBase::LlavaFamilyBase(const ModelBundle& bundle)
-    : manifest_(bundle.manifest), bundle_dir_(bundle.dir), clip_(clip_config(bundle.manifest.image)) {}
+    : manifest_(bundle.manifest),
+      bundle_dir_(bundle.dir),
+      sections_(read_llava_sections(bundle.manifest)),
+      clip_(clip_config(sections_.image)) {}
 
 void LlavaFamilyBase::require_layout(std::initializer_list<ImageLayout> allowed) const {
   for (const ImageLayout layout : allowed)
-    if (manifest_.image.layout == layout) return;
-  throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.aspect_ratio '" + manifest_.image.aspect_ratio +
+    if (sections_.image.layout == layout) return;
+  throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.aspect_ratio '" + sections_.image.aspect_ratio +
                                       "' does not fit architecture " + manifest_.arch);
 }
 
@@ -99,9 +102,7 @@ std::vector<int64_t> LlavaFamilyBase::tokenize(const Tokenizer& tokenizer, const
 
 torch::Tensor LlavaFamilyBase::normalize(const cv::Mat& crop) const { return normalize_to_chw(crop, clip_); }
 
-Error LlavaFamilyBase::no_video() const {
-  return Error(ErrorCode::kPrompt, "this model (arch " + arch() + ") takes no video: its bundle has no \"video\" section");
-}
+Error LlavaFamilyBase::no_video() const { return no_video_error(arch()); }
 
 namespace {
 
@@ -136,7 +137,7 @@ VisionBatch LlavaFamilyBase::batch(const std::vector<VisualItem>& items) const {
   VisionBatch b;
   std::vector<torch::Tensor> pixels;
   for (const VisualItem& item : items) pixels.push_back(item.pixels);
-  const int64_t s = manifest_.image.size;
+  const int64_t s = sections_.image.size;
   b.pixel_values = pixels.empty() ? torch::empty({0, 3, s, s}) : torch::cat(pixels, 0);
   return b;
 }

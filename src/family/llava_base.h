@@ -4,6 +4,7 @@
 // positions 0..L-1. The families differ in their crops and visual tokens only (and
 // LLaVA-OneVision in its tokenizer and video).
 #include "family/clip_preprocess.h"
+#include "family/llava_sections.h"
 #include "family/model_family.h"
 #include "family/vision_cost.h"
 
@@ -21,7 +22,7 @@ void check_llava_modules(const ModelBundle& bundle);
 VisionCost llava_vision_cost(const Manifest& manifest);
 
 // The CLIP preprocessing settings a manifest's "image" section asks for.
-ClipImageConfig clip_config(const ImageSpec& image);
+ClipImageConfig clip_config(const LlavaImageSpec& image);
 
 class LlavaFamilyBase : public ModelFamily,
                         public PromptFormat,
@@ -87,7 +88,8 @@ class LlavaFamilyBase : public ModelFamily,
 
   const Manifest& manifest_;
   const std::string bundle_dir_;
-  ClipImageConfig clip_;
+  const LlavaSections sections_;  // the manifest's image and video sections
+  const ClipImageConfig clip_;
 };
 
 }  // namespace era

@@ -17,6 +17,11 @@ VisualItem VisualProcessor::video(const std::vector<cv::Mat>&, double, const Ite
 
 int64_t VisualProcessor::max_video_tokens(int64_t) const { throw no_video(); }
 
+Error no_video_error(const std::string& arch, const std::string& video) {
+  return Error(ErrorCode::kPrompt, (video.empty() ? "" : "video " + video + ": ") + "this model (arch " + arch +
+                                       ") takes no video: its bundle has no \"video\" section");
+}
+
 PromptTemplate request_template(const PromptTemplate& base, const std::optional<std::string>& system, int num_videos,
                                 bool takes_video, const Error& no_video) {
   PromptTemplate tmpl = base;

@@ -123,28 +123,40 @@ class ModelFamily {
   virtual const PositionScheme& positions() const = 0;
 };
 
+// The error of a video asked of a model whose family or bundle takes none (`arch` names it; `video`,
+// when given, names the video).
+Error no_video_error(const std::string& arch, const std::string& video = "");
+
 // `base` for one request: `system` replaces its system text when set; a family without video
 // (`takes_video` false) refuses videos (`no_video`) and leaves "<video>" as plain text.
 PromptTemplate request_template(const PromptTemplate& base, const std::optional<std::string>& system, int num_videos,
                                 bool takes_video, const Error& no_video);
 
 using FamilyFactory = std::function<std::unique_ptr<ModelFamily>(const ModelBundle&)>;
+// A family's reading of its own manifest sections: throws era::Error(kBundle) naming the field.
+using SectionChecks = std::function<void(const Manifest&)>;
 
 // Adds a family to this process's registry beside the built-in ones (a family kept outside this
 // library, or a test's stub): bundles whose manifest names `arch` then open with it. Throws
 // era::Error(kInvalidArgument) if `arch` is taken. `check_modules` may be empty (no checks of the
 // vision tower and projector beyond the common ones), and `cost` (era_bench's FLOP formulas,
-// family/vision_cost.h; without, era_bench refuses the bundle).
+// family/vision_cost.h; without, era_bench refuses the bundle), and `check_sections` (the
+// family's own manifest sections, read at load before the modules; without, none are read then).
 void register_model_family(const std::string& arch, FamilyFactory make, ModuleChecks check_modules,
-                           std::function<VisionCost(const Manifest&)> cost = {});
+                           std::function<VisionCost(const Manifest&)> cost = {}, SectionChecks check_sections = {});
 
 // The family of `bundle` by its manifest's `arch`; throws era::Error(kBundle) naming the bundle,
 // the arch and the families this build knows, or a manifest field the family cannot use.
 std::unique_ptr<ModelFamily> make_model_family(const ModelBundle& bundle);
 
-// The module checks of `bundle`'s family (load_bundle's family_checks); throws era::Error(kBundle)
-// as make_model_family does for an unknown arch, or naming the file and the mismatch.
+// The module checks of `bundle`'s family (load_bundle's FamilyChecks::modules): its vision tower and
+// projector; throws era::Error(kBundle) as make_model_family does for an unknown arch, or naming
+// the file and the mismatch.
 void check_family_modules(const ModelBundle& bundle);
+
+// The family's reading of `manifest`'s own sections alone (load_bundle's FamilyChecks::sections,
+// before any module is opened); throws era::Error(kBundle) for an unknown arch or naming the field.
+void check_family_sections(const Manifest& manifest);
 
 // The `arch` names this build serves, in registry order.
 std::vector<std::string> known_architectures();

@@ -181,11 +181,12 @@ void convert_floating_tensors(torch::jit::Module& top, torch::ScalarType dtype) 
 }  // namespace
 
 ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std::optional<torch::ScalarType> dtype,
-                        const ModuleChecks& family_checks) {
+                        const FamilyChecks& family) {
   if (!fs::is_directory(dir)) throw Error(ErrorCode::kBundle, "model bundle not found: " + dir);
   ModelBundle b;
   b.dir = dir;
   b.manifest = read_manifest(dir);
+  if (family.sections) family.sections(b.manifest);  // the sections only its family reads
   // Before any module is opened: an incompatible one would fail later inside TorchScript, and
   // LibTorch 1.13 only on the first call.
   check_export_compat(b.manifest, dir, libtorch_version());
@@ -200,7 +201,7 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
   b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
   b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
   b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
-  if (family_checks) family_checks(b);  // the vision tower and projector: the family's knowledge
+  if (family.modules) family.modules(b);  // the vision tower and projector: the family's knowledge
   check_common_modules(b);
 
   b.dtype = dtype.value_or(parse_dtype(b.manifest.dtype));

@@ -48,12 +48,19 @@ std::string dtype_name(torch::ScalarType dtype);
 // throw era::Error(kBundle) naming the file and the mismatch.
 using ModuleChecks = std::function<void(const ModelBundle&)>;
 
-// Loads DIR, moves the modules to `device` and, if given, converts them to `dtype`. Runs
-// `family_checks` (family/model_family.h: check_family_modules) on the modules as loaded, then
-// the decoder's and the tokenizer's own checks. Throws era::Error(kBundle) naming the file and
-// the mismatch.
+// What a bundle's family checks at load (family/model_family.h): its own manifest sections
+// (check_family_sections), before any module is opened, and its modules as loaded
+// (check_family_modules). Either may be empty.
+struct FamilyChecks {
+  std::function<void(const Manifest&)> sections;
+  ModuleChecks modules;
+};
+
+// Loads DIR, moves the modules to `device` and, if given, converts them to `dtype`. Runs the
+// family's checks, then the decoder's and the tokenizer's own. Throws era::Error(kBundle) naming
+// the file, or the field, and the mismatch.
 ModelBundle load_bundle(const std::string& dir, const torch::Device& device,
-                        std::optional<torch::ScalarType> dtype = std::nullopt, const ModuleChecks& family_checks = {});
+                        std::optional<torch::ScalarType> dtype = std::nullopt, const FamilyChecks& family = {});
 
 // The projector's parameter `name` (e.g. LLaVA-NeXT's image_newline); undefined if it has none.
 torch::Tensor projector_parameter(const ModelBundle& bundle, const std::string& name);

@@ -70,8 +70,7 @@ PreparedRequest prepare_request(const SessionState& impl, const Request& request
   const int n_images = static_cast<int>(request.images.size() + request.image_buffers.size());
   const int n_videos = static_cast<int>(request.videos.size());
   if (n_videos > 0 && !processor.takes_video()) {
-    throw Error(ErrorCode::kPrompt, "video " + request.videos.front().name() + ": this model (arch " + manifest.arch +
-                                        ") takes no video: its bundle has no \"video\" section");
+    throw no_video_error(manifest.arch, request.videos.front().name());
   }
   if (request.use_template) {
     in.prompt = format.format_prompt(request.history, request.prompt, n_images, n_videos, request.system);

@@ -46,9 +46,8 @@ VisionOutput encode_vision(const SessionState& impl, const PreparedRequest& prep
 ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision, const PreparedRequest& prepared,
                             const Request& request) {
   const MethodSpec& method = find_method(request.reduction.method);
-  ImageTokens image;
-  image.vision = &vision;
-  if (method.capabilities.needs_instruction) image.instruction = instruction_embeddings(impl, request);
+  const torch::Tensor instruction =
+      method.capabilities.needs_instruction ? instruction_embeddings(impl, request) : torch::Tensor();
   // Under select_strategy "full" the CLS token is a visual token too: every method's saliency,
   // pooling and grid geometry cover the patches only, so only "full" (keep everything) runs.
   if (impl.bundle.manifest.vision.keeps_cls() && method.name != "full") {
@@ -72,18 +71,19 @@ ReducedImages reduce_images(const SessionState& impl, const VisionOutput& vision
   const auto reducer = make_reducer(reduction);
   ReducedImages out;
   const TokenPacker& packer = impl.family->packer();
-  for (const ImageTokens& item : prepared.items) {
-    image.media = item.media;
-    image.count = item.count;
-    image.size = item.size;
-    image.grid = item.grid;
-    image.time_step = item.time_step;
-    const int64_t original = packer.item_tokens(image);
-    out.tokens.push_back(packer.reduce(image, method, *reducer, reduction));
+  int64_t first = 0, first_token = 0;  // where the next item's views and tokens start in this vision pass
+  for (const ImageTokens& prepared_item : prepared.items) {
+    ImageTokens item = prepared_item;  // its media, view count, size, grid and time step, as prepared
+    item.vision = &vision;
+    item.instruction = instruction;
+    item.first = first;
+    item.first_token = first_token;
+    const int64_t original = packer.item_tokens(item);
+    out.tokens.push_back(packer.reduce(item, method, *reducer, reduction));
     out.descriptions.push_back(describe(method.name, original, out.tokens.back()));
     out.descriptions.back().media = item.media;
-    image.first += image.count;
-    image.first_token += original;
+    first += item.count;
+    first_token += original;
   }
   return out;
 }

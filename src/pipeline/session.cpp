@@ -121,7 +121,7 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->image_limits.max_pixels = options.max_image_pixels;
-  impl->bundle = load_bundle(bundle_dir, device, dtype, check_family_modules);
+  impl->bundle = load_bundle(bundle_dir, device, dtype, {check_family_sections, check_family_modules});
   impl->bundle.optimize_graphs = optimize_graphs(jit_optimize, device);
   apply_cpu_matmul(impl->bundle, cpu_matmul);
   const int torch_threads = configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));

@@ -14,8 +14,8 @@
 #include "family/anyres.h"
 #include "family/clip_preprocess.h"
 #include "family/llava_base.h"
+#include "family/llava_sections.h"
 #include "image/image_test_util.h"
-#include "model/manifest.h"
 
 namespace era {
 namespace {
@@ -32,7 +32,7 @@ nlohmann::json hf_index() {
 }
 
 // The pixel tensor era's families build: the crops of the manifest's layout, each normalised.
-torch::Tensor era_pixels(const cv::Mat& rgb, const ImageSpec& spec) {
+torch::Tensor era_pixels(const cv::Mat& rgb, const LlavaImageSpec& spec) {
   const ClipImageConfig clip = clip_config(spec);
   const std::vector<cv::Mat> crops = spec.layout == ImageLayout::kAnyres ? llava_next_crops(rgb, spec.grid_pinpoints, clip)
                                                                          : std::vector<cv::Mat>{llava15_crop(rgb, clip)};
@@ -50,7 +50,7 @@ TEST(HfPreprocess, PixelValuesBitExactWithTransformers) {
   for (const auto& c : index) {
     const std::string name = c["name"];
     SCOPED_TRACE(name + " (" + c["processor"].get<std::string>() + ")");
-    const ImageSpec spec = parse_image_spec(c["image"].dump(), c["vision_image_size"], name);
+    const LlavaImageSpec spec = parse_llava_image_spec(c["image"].dump(), c["vision_image_size"], name);
     // The exporter chose the mode transformers' processor implies.
     EXPECT_EQ(spec.aspect_ratio, c["expect_mode"].get<std::string>());
     modes.insert(spec.aspect_ratio);

@@ -214,7 +214,7 @@ TEST(OnednnLinear, FusedQkvTowerGivesTheUnpackedFeatures) {
   // what apply_cpu_matmul does where the policy routes
   ASSERT_GT(onednn_bf16_runs_here() ? pack_linears_for_onednn(packed.vision) : split_linears_by_rows(packed.vision), 0);
   torch::manual_seed(3);
-  const int64_t side = plain.manifest.image.size;
+  const int64_t side = plain.manifest.vision.image_size;
   const torch::Tensor px = torch::randn({1, 3, side, side});
   c10::InferenceMode guard;
   const auto a = plain.vision.forward({px}).toTuple()->elements(), b = packed.vision.forward({px}).toTuple()->elements();

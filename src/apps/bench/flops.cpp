@@ -17,8 +17,7 @@ ModelDims read_model_dims(const std::string& bundle_dir) {
   m.num_patches = v.num_patches;
   m.vision_hidden = v.hidden_size;
   m.vision_layers_run = v.layers_run;
-  // vision.intermediate_size is optional (older bundles): 4 x hidden, CLIP's ratio
-  m.vision_intermediate = v.intermediate_size > 0 ? v.intermediate_size : 4 * v.hidden_size;
+  m.vision_intermediate = v.mlp_width();
   m.vision_cost = vision_cost(manifest);
   m.hidden = t.hidden_size;
   m.intermediate = t.intermediate_size;

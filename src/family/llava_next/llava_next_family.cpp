@@ -13,31 +13,29 @@ namespace era {
 LlavaNextFamily::LlavaNextFamily(const ModelBundle& bundle)
     : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
   require_layout({ImageLayout::kAnyres});
-  if (manifest_.image.grid_pinpoints.empty()) {
+  if (sections_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-NeXT needs them)");
   }
 }
 
 std::vector<cv::Mat> LlavaNextFamily::crops(const cv::Mat& rgb) const {
-  return llava_next_crops(rgb, manifest_.image.grid_pinpoints, clip_);
+  return llava_next_crops(rgb, sections_.image.grid_pinpoints, clip_);
 }
 
 int64_t LlavaNextFamily::max_crops() const {
-  const int64_t s = manifest_.image.size;
+  const int64_t s = sections_.image.size;
   int64_t most = 1;
-  for (const auto& p : manifest_.image.grid_pinpoints) most = std::max(most, 1 + (p.height / s) * (p.width / s));
+  for (const auto& p : sections_.image.grid_pinpoints) most = std::max(most, 1 + (p.height / s) * (p.width / s));
   return most;
 }
 
 // The base crop plus the largest grid with its newlines, before unpad (2928 with the usual
 // pinpoints).
 int64_t LlavaNextFamily::max_visual_tokens() const {
-  const auto& m = manifest_;
-  const int64_t n = tokens_per_crop(), p = m.image.size / m.vision.patch_size;
+  const LlavaImageSpec& im = sections_.image;
+  const int64_t n = tokens_per_crop(), p = im.size / manifest_.vision.patch_size;
   int64_t most = 0;
-  for (const auto& r : m.image.grid_pinpoints) {
-    most = std::max(most, n + (r.height / m.image.size * p) * (r.width / m.image.size * p + 1));
-  }
+  for (const auto& r : im.grid_pinpoints) most = std::max(most, n + (r.height / im.size * p) * (r.width / im.size * p + 1));
   return most;
 }
 
@@ -47,7 +45,7 @@ int64_t LlavaNextFamily::max_visual_tokens() const {
 // whole sequence.
 ReducedTokens LlavaNextFamily::reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                                             const ReductionRequest& request) const {
-  const AnyresGeometry geometry = anyres_geometry(manifest_, image.size);
+  const AnyresGeometry geometry = anyres_geometry(sections_.image, manifest_.vision.patch_size, image.size);
   if (method.capabilities.selects_packed_sequence) {
     const VisionOutput& vision = *image.vision;
     const ReducedTokens packed =

@@ -16,7 +16,7 @@ namespace era {
 LlavaOnevisionFamily::LlavaOnevisionFamily(const ModelBundle& bundle)
     : LlavaFamilyBase(bundle), image_newline_(projector_parameter(bundle, "image_newline")) {
   require_layout({ImageLayout::kAnyres});
-  if (manifest_.image.grid_pinpoints.empty()) {
+  if (sections_.image.grid_pinpoints.empty()) {
     throw Error(ErrorCode::kBundle, bundle_dir_ + "/manifest.json: image.grid_pinpoints is empty (LLaVA-OneVision needs them)");
   }
   if (!image_newline_.defined()) {
@@ -37,7 +37,7 @@ std::vector<int64_t> LlavaOnevisionFamily::tokenize(const Tokenizer& tokenizer, 
 }
 
 std::vector<cv::Mat> LlavaOnevisionFamily::crops(const cv::Mat& rgb) const {
-  return llava_next_crops(rgb, manifest_.image.grid_pinpoints, clip_);
+  return llava_next_crops(rgb, sections_.image.grid_pinpoints, clip_);
 }
 
 std::vector<cv::Mat> LlavaOnevisionFamily::crops_in_prompt(const cv::Mat& rgb, int images_in_prompt) const {
@@ -50,11 +50,11 @@ std::vector<cv::Mat> LlavaOnevisionFamily::crops_in_prompt(const cv::Mat& rgb, i
 // The base crop plus the largest grid after the anyres_max downscale, with its newlines (unpad
 // only removes tokens, so the unpadded grids are bounded by the padded ones).
 int64_t LlavaOnevisionFamily::max_visual_tokens() const {
-  const auto& m = manifest_;
-  const int64_t n = tokens_per_crop(), p = m.image.size / m.vision.patch_size;
+  const LlavaImageSpec& im = sections_.image;
+  const int64_t n = tokens_per_crop(), p = im.size / manifest_.vision.patch_size;
   int64_t most = n + 1;  // one image of several: its crop and a newline
-  for (const auto& r : m.image.grid_pinpoints) {
-    const auto [h, w] = anyres_max_grid(r.height / m.image.size * p, r.width / m.image.size * p, m.image.anyres_max_tiles, p);
+  for (const auto& r : im.grid_pinpoints) {
+    const auto [h, w] = anyres_max_grid(r.height / im.size * p, r.width / im.size * p, im.anyres_max_tiles, p);
     most = std::max(most, n + h * (w + 1));
   }
   return most;
@@ -71,12 +71,12 @@ ReducedTokens LlavaOnevisionFamily::reduce_image(const ImageTokens& image, const
 
 ReducedTokens LlavaOnevisionFamily::reduce_tiled(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                                                  const ReductionRequest& request) const {
-  const AnyresGeometry geometry = anyres_geometry(manifest_, image.size);
+  const AnyresGeometry geometry = anyres_geometry(sections_.image, manifest_.vision.patch_size, image.size);
   if (geometry.rows * geometry.cols + 1 != image.count) {
     throw Error(ErrorCode::kRuntime, "llava-onevision: " + std::to_string(image.count) + " crops for a " +
                                          std::to_string(geometry.rows) + "x" + std::to_string(geometry.cols) + " tile grid");
   }
-  const int64_t max_tiles = manifest_.image.anyres_max_tiles;
+  const int64_t max_tiles = sections_.image.anyres_max_tiles;
   const torch::Tensor crops = image.vision->embeddings.slice(0, image.first, image.first + image.count);
   if (method.name == unreduced_method().name) return pack_anyres_max(crops, geometry, max_tiles, image_newline_);
   if (method.capabilities.selects_packed_sequence) {  // DivPrune: over what the decoder would see
@@ -89,17 +89,17 @@ ReducedTokens LlavaOnevisionFamily::reduce_tiled(const ImageTokens& image, const
 
 cv::Mat LlavaOnevisionFamily::video_frame(const cv::Mat& rgb) const {
   if (!takes_video()) throw no_video();
-  return resize_video_frame(rgb, manifest_.video);
+  return resize_video_frame(rgb, *sections_.video);
 }
 
 torch::Tensor LlavaOnevisionFamily::normalize_frame(const cv::Mat& frame) const {
   if (!takes_video()) throw no_video();
-  return normalize_video_frame(frame, manifest_.video);
+  return normalize_video_frame(frame, *sections_.video);
 }
 
 int64_t LlavaOnevisionFamily::tokens_per_frame() const {
   if (!takes_video()) throw no_video();
-  const int64_t side = manifest_.image.size / manifest_.vision.patch_size, stride = manifest_.video.pool_stride;
+  const int64_t side = sections_.image.size / manifest_.vision.patch_size, stride = sections_.video->pool_stride;
   const int64_t out = (side + stride - 1) / stride;
   return out * out;
 }
@@ -107,8 +107,8 @@ int64_t LlavaOnevisionFamily::tokens_per_frame() const {
 ReducedTokens LlavaOnevisionFamily::reduce_video(const ImageTokens& video, const MethodSpec& method, const Reducer& reducer,
                                                  const ReductionRequest& request) const {
   if (!takes_video()) throw no_video();
-  const int64_t side = manifest_.image.size / manifest_.vision.patch_size;
-  const VisionOutput pooled = pool_frames(*video.vision, video.first, video.count, side, manifest_.video.pool_stride);
+  const int64_t side = sections_.image.size / manifest_.vision.patch_size;
+  const VisionOutput pooled = pool_frames(*video.vision, video.first, video.count, side, sections_.video->pool_stride);
   ImageTokens frames = video;
   frames.vision = &pooled;
   frames.first = 0;

@@ -36,7 +36,7 @@ class LlavaOnevisionFamily final : public LlavaFamilyBase {
   ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec& method, const Reducer& reducer,
                              const ReductionRequest& request) const override;
 
-  bool takes_video() const override { return manifest_.video.present; }
+  bool takes_video() const override { return sections_.video.has_value(); }
   cv::Mat video_frame(const cv::Mat& rgb) const override;
   torch::Tensor normalize_frame(const cv::Mat& frame) const override;
   int64_t tokens_per_frame() const override;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "family/qwen2_5_vl/qwen_sections.h"
 #include "family/visual_item.h"
-#include "model/manifest.h"
 
 namespace era {
 

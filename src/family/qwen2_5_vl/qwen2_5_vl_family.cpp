@@ -44,11 +44,12 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 void check_qwen25vl_modules(const ModelBundle& b) {
   const auto& m = b.manifest;
   const auto& v = m.vision;
+  const Qwen25VlSections s = read_qwen25vl_sections(m);
   // A native-resolution tower: Conv3d patch embedding, blocks with fused q/k/v and gated MLPs, the
   // merger's RMSNorm (its MLP is the projector).
   ShapeChecker vision(b.vision, b.dir, m.vision_file);
-  vision.expect("patch_embed.proj.weight", {v.hidden_size, 3, v.temporal_patch_size, v.patch_size, v.patch_size});
-  const int64_t mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;
+  vision.expect("patch_embed.proj.weight", {v.hidden_size, 3, s.temporal_patch_size, v.patch_size, v.patch_size});
+  const int64_t mlp = v.intermediate_size > 0 ? v.intermediate_size : -1;  // older bundles: any width
   for (int64_t i = 0; i < v.num_layers; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     vision.expect(p + "attn.qkv.weight", {3 * v.hidden_size, v.hidden_size});
@@ -69,25 +70,29 @@ void check_qwen25vl_modules(const ModelBundle& b) {
   attrs.expect("", "num_heads", "vision.num_heads", v.num_heads);
   for (int64_t i = 0; i < v.num_layers; ++i)
     attrs.expect("blocks." + std::to_string(i) + ".attn", "num_heads", "vision.num_heads", v.num_heads);
-  attrs.expect("", "merge", "vision.spatial_merge_size", v.spatial_merge_size);
+  attrs.expect("", "merge", "vision.spatial_merge_size", s.spatial_merge_size);
   // the exporter's window in merged-token units: window_size // spatial_merge_size // patch_size
-  if (v.window_size > 0) {
-    attrs.expect("", "window_units", "vision.window_size " + std::to_string(v.window_size) + " / spatial_merge_size / patch_size",
-                 v.window_size / v.spatial_merge_size / v.patch_size);
+  if (s.window_size > 0) {
+    attrs.expect("", "window_units", "vision.window_size " + std::to_string(s.window_size) + " / spatial_merge_size / patch_size",
+                 s.window_size / s.spatial_merge_size / v.patch_size);
   }
-  if (v.fullatt_block_indexes)
-    attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *v.fullatt_block_indexes);
+  if (s.fullatt_block_indexes)
+    attrs.expect_true_at("", "full_attention", "vision.fullatt_block_indexes", *s.fullatt_block_indexes);
 }
 
 VisionCost qwen25vl_vision_cost(const Manifest& manifest) {
+  return qwen25vl_tower_cost(manifest, read_qwen25vl_sections(manifest));
+}
+
+VisionCost qwen25vl_tower_cost(const Manifest& manifest, const Qwen25VlSections& s) {
   const auto& v = manifest.vision;
   const double C = static_cast<double>(v.hidden_size), P = static_cast<double>(v.patch_size), D = manifest.text.hidden_size,
-               I = v.intermediate_size > 0 ? static_cast<double>(v.intermediate_size) : 4.0 * C;
-  const int64_t merge = std::max<int64_t>(1, v.spatial_merge_size), layers = v.num_layers;
-  const int64_t units = std::max<int64_t>(1, v.window_size / (merge * v.patch_size));  // the window, in merge units a side
+               I = static_cast<double>(v.mlp_width());
+  const int64_t merge = std::max<int64_t>(1, s.spatial_merge_size), layers = v.num_layers;
+  const int64_t units = std::max<int64_t>(1, s.window_size / (merge * v.patch_size));  // the window, in merge units a side
   const int64_t full =
-      std::min<int64_t>(v.fullatt_block_indexes ? static_cast<int64_t>(v.fullatt_block_indexes->size()) : 0, layers);
-  const double temporal = static_cast<double>(v.temporal_patch_size);
+      std::min<int64_t>(s.fullatt_block_indexes ? static_cast<int64_t>(s.fullatt_block_indexes->size()) : 0, layers);
+  const double temporal = static_cast<double>(s.temporal_patch_size);
   const auto vision = [=](int64_t, const ItemGrids& grids) {
     double patches = 0, window_sq = 0, slice_sq = 0;  // sums of segment sizes squared
     const auto span = [](int64_t n, int64_t size, int64_t i) { return std::min(size, n - i * size); };
@@ -114,22 +119,9 @@ VisionCost qwen25vl_vision_cost(const Manifest& manifest) {
   return {vision, projector};
 }
 
-Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle) : manifest_(bundle.manifest), bundle_dir_(bundle.dir) {
-  const std::string where = bundle_dir_ + "/manifest.json";
-  const auto& m = manifest_;
-  if (m.image.layout != ImageLayout::kNative) {
-    throw Error(ErrorCode::kBundle,
-                where + ": image.aspect_ratio '" + m.image.aspect_ratio + "' does not fit architecture qwen2.5-vl (\"native\")");
-  }
-  if (m.text.mrope_section.empty())
-    throw Error(ErrorCode::kBundle, where + ": text.mrope_section is missing (qwen2.5-vl needs it)");
-  if (m.vision.spatial_merge_size != m.image.native.merge_size ||
-      m.vision.temporal_patch_size != m.image.native.temporal_patch_size || m.vision.patch_size != m.image.native.patch_size) {
-    throw Error(ErrorCode::kBundle,
-                where + ": image.patch_size / merge_size / temporal_patch_size differ from the vision section's");
-  }
-  if (m.vision.keeps_cls()) throw Error(ErrorCode::kBundle, where + ": vision.has_cls must be false for qwen2.5-vl");
-}
+// The sections refuse a manifest this family cannot serve (read_qwen25vl_sections).
+Qwen25VlFamily::Qwen25VlFamily(const ModelBundle& bundle)
+    : manifest_(bundle.manifest), bundle_dir_(bundle.dir), sections_(read_qwen25vl_sections(bundle.manifest)) {}
 
 std::string Qwen25VlFamily::format_prompt(const std::vector<Turn>& history, const std::string& question, int num_images,
                                           int num_videos, const std::optional<std::string>& system) const {
@@ -161,13 +153,11 @@ std::vector<int64_t> Qwen25VlFamily::tokenize(const Tokenizer& tokenizer, const 
   return tokenize_with_images(tokenizer, prompt, image_pad_, manifest_.tokens.image_token_id, specials);
 }
 
-Error Qwen25VlFamily::no_video() const {
-  return Error(ErrorCode::kPrompt, "this model (arch " + arch() + ") takes no video: its bundle has no \"video\" section");
-}
+Error Qwen25VlFamily::no_video() const { return no_video_error(arch()); }
 
 // The most an image can bring at the bundle's max_pixels (a request may ask for more).
 int64_t Qwen25VlFamily::max_visual_tokens() const {
-  const auto& n = manifest_.image.native;
+  const auto& n = sections_.image.native;
   return n.max_pixels / (n.factor() * n.factor());
 }
 
@@ -175,7 +165,7 @@ int64_t Qwen25VlFamily::max_visual_tokens() const {
 // video that would fit; the check after the vision pass has the real count.
 int64_t Qwen25VlFamily::max_video_tokens(int64_t frames) const {
   if (!takes_video()) throw no_video();
-  const auto& n = manifest_.video.native;
+  const auto& n = sections_.video->native;
   const int64_t temporal = (frames + n.temporal_patch_size - 1) / n.temporal_patch_size;
   return temporal * std::max<int64_t>(1, n.min_pixels / (n.factor() * n.factor()));
 }
@@ -216,36 +206,37 @@ VisualItem item_of(NativeItem native, int64_t time_step) {
 }  // namespace
 
 VisualItem Qwen25VlFamily::image(const cv::Mat& rgb, const ItemContext& context) const {
-  const NativeResolution spec = qwen_pixel_range(manifest_.image.native, context, "image");
-  return item_of(native_patches({rgb}, spec, manifest_.image.filter, manifest_.image.mean, manifest_.image.std, context.name), 1);
+  const NativeMediaSpec& image = sections_.image;
+  const NativeResolution spec = qwen_pixel_range(image.native, context, "image");
+  return item_of(native_patches({rgb}, spec, image.filter, image.mean, image.std, context.name), 1);
 }
 
 FrameSampling Qwen25VlFamily::video_sampling(int frames, double fps) const {
   FrameSampling sampling = VisualProcessor::video_sampling(frames, fps);
-  sampling.multiple = manifest_.video.native.temporal_patch_size;
-  sampling.min_frames = manifest_.video.min_frames;
-  sampling.max_frames = manifest_.video.max_frames;
+  sampling.multiple = sections_.video->native.temporal_patch_size;
+  sampling.min_frames = sections_.video->min_frames;
+  sampling.max_frames = sections_.video->max_frames;
   return sampling;
 }
 
 int64_t Qwen25VlFamily::time_step(double sampled_fps) const {
   // tokens_per_second x int(second_per_grid_t), with second_per_grid_t = temporal_patch_size / fps
   // (the int() truncates, as there)
-  const double fps = sampled_fps > 0 ? sampled_fps : manifest_.video.fps;
-  const double seconds = static_cast<double>(manifest_.video.native.temporal_patch_size) / fps;
-  return manifest_.vision.tokens_per_second * static_cast<int64_t>(seconds);
+  const double fps = sampled_fps > 0 ? sampled_fps : sections_.video->fps;
+  const double seconds = static_cast<double>(sections_.video->native.temporal_patch_size) / fps;
+  return sections_.tokens_per_second * static_cast<int64_t>(seconds);
 }
 
 VisualItem Qwen25VlFamily::video(const std::vector<cv::Mat>& frames, double sampled_fps, const ItemContext& context) const {
   if (!takes_video()) throw no_video();
-  const NativeResolution spec = qwen_pixel_range(manifest_.video.native, context, "video");
-  return item_of(native_patches(frames, spec, manifest_.video.filter, manifest_.video.mean, manifest_.video.std, context.name),
-                 time_step(sampled_fps));
+  const NativeVideoSpec& video = *sections_.video;
+  const NativeResolution spec = qwen_pixel_range(video.native, context, "video");
+  return item_of(native_patches(frames, spec, video.filter, video.mean, video.std, context.name), time_step(sampled_fps));
 }
 
 VisionBatch Qwen25VlFamily::batch(const std::vector<VisualItem>& items) const {
   VisionBatch b;
-  const auto& n = manifest_.image.native;
+  const auto& n = sections_.image.native;
   std::vector<torch::Tensor> pixels;
   b.grid_thw = torch::empty({static_cast<int64_t>(items.size()), 3}, torch::kLong);
   for (size_t i = 0; i < items.size(); ++i) {
@@ -262,13 +253,13 @@ VisionBatch Qwen25VlFamily::batch(const std::vector<VisualItem>& items) const {
 }
 
 int64_t Qwen25VlFamily::item_tokens(const ImageTokens& item) const {
-  const int64_t m = manifest_.vision.spatial_merge_size;
+  const int64_t m = sections_.spatial_merge_size;
   return item.grid.t * (item.grid.h / m) * (item.grid.w / m);
 }
 
 ReducedTokens Qwen25VlFamily::reduce_item(const ImageTokens& item, const MethodSpec& method, const Reducer& reducer,
                                           const ReductionRequest& request) const {
-  const int64_t m = manifest_.vision.spatial_merge_size;
+  const int64_t m = sections_.spatial_merge_size;
   const int64_t slices = item.grid.t, n = (item.grid.h / m) * (item.grid.w / m);
   const VisionOutput view = item_view(*item.vision, item.first_token, slices, n);
   ReducedTokens out;

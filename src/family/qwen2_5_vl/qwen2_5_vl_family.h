@@ -18,6 +18,7 @@
 // their original (t, h, w) positions (ReductionRequest::positions "original"), or take
 // consecutive text-like positions ("compact").
 #include "family/model_family.h"
+#include "family/qwen2_5_vl/qwen_sections.h"
 #include "family/vision_cost.h"
 
 namespace era {
@@ -30,6 +31,8 @@ void check_qwen25vl_modules(const ModelBundle& bundle);
 // within each temporal slice (the full-attention blocks) or each window of merge units (the
 // others); the merger MLP on every merged token.
 VisionCost qwen25vl_vision_cost(const Manifest& manifest);
+// The same with the sections already read.
+VisionCost qwen25vl_tower_cost(const Manifest& manifest, const Qwen25VlSections& sections);
 
 class Qwen25VlFamily final : public ModelFamily,
                              public PromptFormat,
@@ -55,7 +58,7 @@ class Qwen25VlFamily final : public ModelFamily,
 
   // VisualProcessor: items at their own size, as patches with their (t, h, w) grid.
   VisualItem image(const cv::Mat& rgb, const ItemContext& context) const override;
-  bool takes_video() const override { return manifest_.video.present; }
+  bool takes_video() const override { return sections_.video.has_value(); }
   // Whole temporal patches, within the video processor's min_frames / max_frames.
   FrameSampling video_sampling(int frames, double fps) const override;
   VisualItem video(const std::vector<cv::Mat>& frames, double sampled_fps, const ItemContext& context) const override;
@@ -80,6 +83,7 @@ class Qwen25VlFamily final : public ModelFamily,
                             const ReductionRequest& request) const;
   const Manifest& manifest_;
   const std::string bundle_dir_;
+  const Qwen25VlSections sections_;
   std::string image_pad_ = "<|image_pad|>", video_pad_ = "<|video_pad|>";
   std::string vision_start_ = "<|vision_start|>", vision_end_ = "<|vision_end|>";
 };

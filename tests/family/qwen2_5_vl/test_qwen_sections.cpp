@@ -1,5 +1,6 @@
-// The native-resolution (Qwen2.5-VL) fields of a manifest: the exporter's manifest of the tiny
-// random bundle parses, and each broken field is one kBundle error naming it.
+// Qwen2.5-VL's own manifest sections (family/qwen2_5_vl/qwen_sections.h) over the common manifest:
+// the exporter's manifest of the tiny random bundle parses, and each broken field, common or the
+// family's, is one kBundle error naming it.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include <functional>
 
 #include "era/error.h"
+#include "family/qwen2_5_vl/qwen_sections.h"
 #include "model/manifest.h"
 #include "test_support.h"
 
@@ -17,9 +19,14 @@ using nlohmann::json;
 
 json qwen_manifest() { return json::parse(test::read_file(test::testdata_dir() + "/bundle-qwen2.5-vl/manifest.json")); }
 
+// The common manifest, then the family's sections: what a bundle load reads.
+Qwen25VlSections read_all(const json& manifest) {
+  return read_qwen25vl_sections(parse_manifest(manifest.dump(), "manifest.json"));
+}
+
 void expect_refused(const json& manifest, const std::string& field) {
   try {
-    parse_manifest(manifest.dump(), "manifest.json");
+    read_all(manifest);
     ADD_FAILURE() << "accepted a manifest with a bad " << field;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBundle);
@@ -27,20 +34,42 @@ void expect_refused(const json& manifest, const std::string& field) {
   }
 }
 
-TEST(ManifestNative, ExportedManifestParses) {
+TEST(QwenSections, ExportedManifestParses) {
   const Manifest m = parse_manifest(qwen_manifest().dump(), "manifest.json");
+  const Qwen25VlSections s = read_qwen25vl_sections(m);
   EXPECT_EQ(m.arch, "qwen2.5-vl");
-  EXPECT_EQ(m.image.layout, ImageLayout::kNative);
-  EXPECT_EQ(m.image.native.factor(), 28);
+  EXPECT_EQ(s.image.native.factor(), 28);
   EXPECT_EQ(m.text.mrope_section.size(), 3u);
-  EXPECT_EQ(m.vision.spatial_merge_size, 2);
-  EXPECT_EQ(m.vision.temporal_patch_size, 2);
-  EXPECT_TRUE(m.video.present);
-  EXPECT_GT(m.video.fps, 0);
+  EXPECT_EQ(s.spatial_merge_size, 2);
+  EXPECT_EQ(s.temporal_patch_size, 2);
+  ASSERT_TRUE(s.video.has_value());
+  EXPECT_TRUE(m.has_video);
+  EXPECT_GT(s.video->fps, 0);
   EXPECT_EQ(m.projector_in, 4 * m.vision.hidden_size);
+  EXPECT_GE(s.vision_start_id, 0);
+  EXPECT_GE(s.vision_end_id, 0);
 }
 
-TEST(ManifestNative, BrokenFieldsAreNamed) {
+// The common manifest reads no section of a family: a Qwen field broken beyond use still parses
+// there, and the family refuses it naming the field (what a bundle load does, before the modules).
+TEST(QwenSections, TheCommonManifestLeavesTheFamilysFieldsToIt) {
+  json j = qwen_manifest();
+  j["vision"]["spatial_merge_size"] = "two";
+  j["image"]["min_pixels"] = -1;
+  const Manifest m = parse_manifest(j.dump(), "manifest.json");
+  EXPECT_EQ(m.vision.hidden_size, qwen_manifest()["vision"]["hidden_size"].get<int64_t>());
+  expect_refused(j, "vision.spatial_merge_size = \"two\"");
+  // without the video section the family takes no video
+  json no_video = qwen_manifest();
+  no_video.erase("video");
+  EXPECT_FALSE(read_all(no_video).video.has_value());
+  // a LLaVA layout is not this family's
+  json crop = qwen_manifest();
+  crop["image"]["aspect_ratio"] = "crop";
+  expect_refused(crop, "image.aspect_ratio 'crop' does not fit architecture qwen2.5-vl");
+}
+
+TEST(QwenSections, BrokenFieldsAreNamed) {
   json j = qwen_manifest();
   j["text"]["mrope_section"] = {1, 1, 1};
   expect_refused(j, "text.mrope_section");
@@ -64,13 +93,13 @@ TEST(ManifestNative, BrokenFieldsAreNamed) {
 
 // min_pixels above max_pixels: the pair is named, min_pixels first (the refusal used to read
 // "image.max_pixels = 1003520: must be an integer from 1003521 to ...", blaming max_pixels alone).
-TEST(ManifestNative, MinPixelsAboveMaxPixelsNamesThePair) {
+TEST(QwenSections, MinPixelsAboveMaxPixelsNamesThePair) {
   for (const std::string section : {"image", "video"}) {
     json j = qwen_manifest();
     j[section]["min_pixels"] = 5000;
     j[section]["max_pixels"] = 4000;
     try {
-      parse_manifest(j.dump(), "manifest.json");
+      read_all(j);
       ADD_FAILURE() << section << ": accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(section + ".min_pixels = 5000: is above " + section + ".max_pixels 4000"),
@@ -84,16 +113,18 @@ TEST(ManifestNative, MinPixelsAboveMaxPixelsNamesThePair) {
 // sampling); the vision window, full-attention blocks, projector inner width, out_hidden_size,
 // RoPE base and RMSNorm epsilon are read to be checked (against each other here, against the
 // modules at load: tests/model/test_bundle_validation.cpp).
-TEST(ManifestNative, FieldsBakedIntoTheModulesAreReadAndChecked) {
+TEST(QwenSections, FieldsBakedIntoTheModulesAreReadAndChecked) {
   json j = qwen_manifest();
   j["video"]["min_frames"] = 6;
   j["video"]["max_frames"] = 100;
   const Manifest m = parse_manifest(j.dump(), "manifest.json");
-  EXPECT_EQ(m.video.min_frames, 6);
-  EXPECT_EQ(m.video.max_frames, 100);
-  EXPECT_EQ(m.vision.window_size, 112);
-  ASSERT_TRUE(m.vision.fullatt_block_indexes.has_value());
-  EXPECT_EQ(*m.vision.fullatt_block_indexes, (std::vector<int64_t>{1, 3}));
+  const Qwen25VlSections s = read_qwen25vl_sections(m);
+  ASSERT_TRUE(s.video.has_value());
+  EXPECT_EQ(s.video->min_frames, 6);
+  EXPECT_EQ(s.video->max_frames, 100);
+  EXPECT_EQ(s.window_size, 112);
+  ASSERT_TRUE(s.fullatt_block_indexes.has_value());
+  EXPECT_EQ(*s.fullatt_block_indexes, (std::vector<int64_t>{1, 3}));
   EXPECT_DOUBLE_EQ(m.text.rope_theta, 1e6);
   EXPECT_DOUBLE_EQ(m.text.rms_norm_eps, 1e-6);
   const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
