@@ -19,7 +19,7 @@ namespace era {
 namespace {
 
 // LLaVA-1.5's behaviour under another name: one crop per image, the method on its 576 tokens.
-class StubFamily final : public LlavaFamilyBase {
+class StubFamily : public LlavaFamilyBase {
  public:
   explicit StubFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle) {
     require_layout({ImageLayout::kPad, ImageLayout::kCrop});
@@ -84,19 +84,12 @@ std::string stub_greeting(const Manifest& m) {
   return greeting;
 }
 
-class GreetingFamily final : public LlavaFamilyBase {
+// The stub under another arch, with its own field.
+class GreetingFamily final : public StubFamily {
  public:
-  explicit GreetingFamily(const ModelBundle& bundle) : LlavaFamilyBase(bundle), greeting_(stub_greeting(bundle.manifest)) {}
+  explicit GreetingFamily(const ModelBundle& bundle) : StubFamily(bundle), greeting_(stub_greeting(bundle.manifest)) {}
   std::string arch() const override { return "stub-greeting"; }
-  int64_t max_visual_tokens() const override { return tokens_per_crop(); }
   const std::string& greeting() const { return greeting_; }
-
- protected:
-  std::vector<cv::Mat> crops(const cv::Mat& rgb) const override { return {llava15_crop(rgb, clip_)}; }
-  ReducedTokens reduce_image(const ImageTokens& image, const MethodSpec&, const Reducer& reducer,
-                             const ReductionRequest& request) const override {
-    return reducer.reduce(crop_input(*image.vision, image.first, resolve_budget(request, tokens_per_crop(), request.tokens)));
-  }
 
  private:
   std::string greeting_;
