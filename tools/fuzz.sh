@@ -4,7 +4,7 @@
 #   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 60 s, every target)
 #
 # Targets (tests/fuzz/fuzz_targets.h): manifest, question_line, image_header, npy,
-# tokenizer_model, tokenizer_json, era_config, openai_request. Builds build-asan/ through
+# tokenizer_model, tokenizer_json, era_config, safetensors, openai_request. Builds build-asan/ through
 # tools/sanitize.sh --build-only, then runs each target for the given time, starting from the
 # committed seeds (tests/fuzz/corpus/<target>/) plus what earlier runs here learned (build-asan/fuzz/corpus/).
 # A crash, a sanitizer report, an uncaught exception other than era::Error, an input taking
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -ge 1 ] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a positive integer, got '$seconds'" >&2; exit 2; }
 shift || true
-all=(manifest question_line image_header npy tokenizer_model tokenizer_json era_config openai_request)
+all=(manifest question_line image_header npy tokenizer_model tokenizer_json era_config safetensors openai_request)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do

@@ -20,6 +20,7 @@ int npy(const uint8_t* data, size_t size);              // .npy arrays
 int tokenizer_model(const uint8_t* data, size_t size);  // SentencePiece tokenizer.model
 int tokenizer_json(const uint8_t* data, size_t size);   // Hugging Face tokenizer.json (byte-level BPE)
 int era_config(const uint8_t* data, size_t size);       // --era-config JSON
+int safetensors(const uint8_t* data, size_t size);      // a Hugging Face model.safetensors weights file
 int openai_request(const uint8_t* data, size_t size);   // era_server's request body (built with era_serving)
 
 }  // namespace era::fuzz

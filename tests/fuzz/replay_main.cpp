@@ -28,6 +28,7 @@ const Entry kTargets[] = {
     {"tokenizer_model", era::fuzz::tokenizer_model},
     {"era_config", era::fuzz::era_config},
     {"tokenizer_json", era::fuzz::tokenizer_json},
+    {"safetensors", era::fuzz::safetensors},
 #ifdef ERA_FUZZ_SERVER
     {"openai_request", era::fuzz::openai_request},
 #endif
