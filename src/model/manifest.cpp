@@ -211,6 +211,12 @@ Manifest manifest_from_json(std::shared_ptr<const json> document, const std::str
 
 }  // namespace
 
+ManifestFields Manifest::fields() const {
+  if (!document)
+    throw Error(ErrorCode::kRuntime, "manifest " + model_name + ": no document to read sections from (made by hand?)");
+  return ManifestFields(*document, source);
+}
+
 Manifest parse_manifest(const std::string& json_text, const std::string& where) {
   auto document = std::make_shared<json>();
   try {

@@ -112,7 +112,8 @@ struct Manifest {
   // vision or token fields) are parsed and checked by that family (family/<name>/, e.g.
   // read_llava_sections), through fields().
   std::shared_ptr<const nlohmann::json> document;
-  ManifestFields fields() const { return ManifestFields(*document, source); }
+  // Throws era::Error(kRuntime) for a Manifest made by hand, without a document.
+  ManifestFields fields() const;
 };
 
 // Reads and validates DIR/manifest.json; throws era::Error(kBundle) naming the field at fault.

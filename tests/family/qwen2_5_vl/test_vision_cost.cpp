@@ -49,6 +49,8 @@ TEST(QwenVisionCost, TheRegistryGivesTheFamilysFormulas) {
   const double expected = qwen25vl_tower_cost(m, read_qwen25vl_sections(m)).vision(0, grids);
   EXPECT_GT(expected, 0);
   EXPECT_DOUBLE_EQ(vision_cost(m).vision(0, grids), expected);
+  // a Manifest made by hand has no sections to read: an error, not a crash
+  EXPECT_THROW(vision_cost(tiny_native_manifest()), Error);
   Manifest unknown = m;
   unknown.arch = "no-such-family";
   EXPECT_THROW(vision_cost(unknown), Error);
