@@ -22,8 +22,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from era_tools.safetensors_io import save_file as era_save_file  # noqa: E402
+from era_tools.safetensors_io import save_file as era_save_file
 
 
 def single_tensors():
