@@ -62,6 +62,11 @@ struct SessionOptions {
   // own calls into the model and leaves the caller's threads as they were.
   std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
+  // A Hugging Face folder (config.json and *.safetensors, single or sharded) with the weights of
+  // the bundle's checkpoint: "" = the bundle's TorchScript decoder; else era's own C++ decoder
+  // computes every decoder call over these weights, read in place (memory-mapped) and converted
+  // once to the session's dtype. Refused unless every tensor has the manifest's shapes.
+  std::string decoder_weights;
 };
 
 // One earlier exchange of a conversation (Request::history).
@@ -180,6 +185,7 @@ struct PreparedInput {
 
 struct ModelInfo {
   std::string name, arch, dtype, device, attention;
+  std::string decoder = "torchscript";  // what computes the decoder: "torchscript" (decoder.pt) or "native" (era's C++)
   int64_t visual_tokens_per_image = 0;  // at most, before any reduction (NeXT: largest grid)
   int64_t tokens_per_crop = 0;          // vision tokens of one 336 px crop (576)
   int64_t max_context = 0;

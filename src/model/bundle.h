@@ -14,6 +14,8 @@
 
 namespace era {
 
+class NativeDecoder;  // model/native_decoder.h
+
 struct ModelBundle {
   std::string dir;
   Manifest manifest;
@@ -21,6 +23,10 @@ struct ModelBundle {
   torch::jit::Module projector;
   torch::jit::Module decoder;
   std::unique_ptr<Tokenizer> tokenizer;
+  // era's own C++ decoder over a Hugging Face folder's weights, where the session was asked for
+  // one (SessionOptions::decoder_weights): it then computes every decoder call instead of
+  // decoder.pt (model/decoder.h).
+  std::shared_ptr<NativeDecoder> native_decoder;
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat;
   // Whether TorchScript optimises the modules' graphs (model/graph_optimizer.h): set by the

@@ -13,6 +13,7 @@
 #include "kernels/int8_linear.h"
 #include "kernels/onednn_linear.h"
 #include "model/bundle.h"
+#include "model/native_decoder.h"
 #include "util/compat.h"
 
 namespace era {
@@ -167,6 +168,13 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
       if (decode) m.setattr("decode_kernel", decode_kernel);
       set += widens || hands_over || norm || eager || per_head || decode;
     }
+  }
+  if (bundle.native_decoder) {  // the same decisions, handed to era's own decoder
+    layers::DecoderRouting routing;
+    routing.linear = {gemv_rows, upcast_rows};
+    routing.attention = {upcast_rows, decode_kernel, eager_decode};
+    bundle.native_decoder->model().set_routing(routing);
+    ++set;
   }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed
   // copy of them would double the model's memory. Its prefill already runs near the GEMM rate.

@@ -1,14 +1,17 @@
 #include "model/decoder.h"
 
 #include "era/error.h"
-#include "model/graph_optimizer.h"
+#include "model/native_decoder.h"
+#include "model/torchscript_decoder.h"
 
 namespace era {
 
-torch::Tensor Decoder::embed(const torch::Tensor& ids) {
-  GraphOptimizerScope scope(bundle_);
-  return bundle_.decoder.get_method("embed")({ids.to(bundle_.device, torch::kLong)}).toTensor();
+Decoder::Decoder(ModelBundle& bundle) : bundle_(bundle) {
+  if (bundle.native_decoder) backend_ = bundle.native_decoder;
+  else backend_ = std::make_shared<TorchScriptDecoder>(bundle);
 }
+
+torch::Tensor Decoder::embed(const torch::Tensor& ids) { return backend_->embed(ids.to(bundle_.device, torch::kLong)); }
 
 torch::Tensor Decoder::layer_scales(const LarSettings& lar) const {
   const int64_t layers = bundle_.manifest.text.num_layers;
@@ -24,39 +27,39 @@ torch::Tensor Decoder::layer_scales(const LarSettings& lar) const {
   return scale.to(bundle_.device);
 }
 
-std::vector<c10::IValue> Decoder::inputs(const torch::Tensor& embeds, const torch::Tensor& positions,
-                                         const torch::Tensor& key_log_bias, KvCache& cache, const LarSettings& lar) {
-  const torch::Tensor scale = layer_scales(lar);
-  const int64_t start = cache.length();
-  cache.advance(embeds.size(1));  // checks capacity before the module writes past the end
-  return {embeds,       positions.to(bundle_.device, torch::kLong),
-          start,        key_log_bias.to(bundle_.device, torch::kFloat),
-          cache.keys(), cache.values(),
-          scale,        static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1)};
+DecoderCall Decoder::call(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
+                          KvCache& cache, int64_t start, const LarSettings& lar) const {
+  DecoderCall c;
+  c.x = x;
+  c.positions = positions.to(bundle_.device, torch::kLong);
+  c.cache_pos = start;
+  c.key_log_bias = key_log_bias.to(bundle_.device, torch::kFloat);
+  c.k_cache = cache.keys();
+  c.v_cache = cache.values();
+  c.layer_scale = layer_scales(lar);
+  c.lar_mask = lar.path != LarPath::kAugmented;
+  return c;
 }
 
 torch::Tensor Decoder::forward(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
                                KvCache& cache, bool last_only, const LarSettings& lar) {
-  auto args = inputs(embeds, positions, key_log_bias, cache, lar);
-  args.emplace_back(last_only);
-  GraphOptimizerScope scope(bundle_);
-  return bundle_.decoder.forward(std::move(args)).toTensor();
+  const int64_t start = cache.length();
+  const DecoderCall c = call(embeds, positions, key_log_bias, cache, start, lar);
+  cache.advance(embeds.size(1));  // checks capacity before the decoder writes past the end
+  return backend_->forward(c, last_only);
 }
 
 std::pair<torch::Tensor, torch::Tensor> Decoder::forward_with_attention(const torch::Tensor& embeds,
                                                                         const torch::Tensor& positions,
                                                                         const torch::Tensor& key_log_bias, KvCache& cache,
                                                                         const LarSettings& lar) {
-  GraphOptimizerScope scope(bundle_);
-  const auto out =
-      bundle_.decoder.get_method("forward_with_attention")(inputs(embeds, positions, key_log_bias, cache, lar)).toTuple();
-  return {out->elements()[0].toTensor(), out->elements()[1].toTensor()};
+  const int64_t start = cache.length();
+  const DecoderCall c = call(embeds, positions, key_log_bias, cache, start, lar);
+  cache.advance(embeds.size(1));
+  return backend_->forward_with_attention(c);
 }
 
-bool Decoder::supports_layer_ranges() const {
-  const auto& m = bundle_.decoder;
-  return m.find_method("run_range").has_value() && m.find_method("final_norm").has_value() && m.find_method("logits").has_value();
-}
+bool Decoder::supports_layer_ranges() const { return backend_->supports_layer_ranges(); }
 
 void Decoder::require_layer_ranges(const std::string& what) const {
   if (supports_layer_ranges()) return;
@@ -68,34 +71,20 @@ void Decoder::require_layer_ranges(const std::string& what) const {
 std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& x, const torch::Tensor& positions,
                                                            const torch::Tensor& key_log_bias, KvCache& cache, int64_t begin,
                                                            int64_t end, bool need_attention, const LarSettings& lar) {
-  const torch::Tensor scale = layer_scales(lar);
+  const torch::Tensor scale = layer_scales(lar);  // checks the scales before the range
   if (begin < 0 || end > num_layers() || begin >= end) {
     throw Error(ErrorCode::kInvalidArgument, "decoder layer range [" + std::to_string(begin) + ", " + std::to_string(end) +
                                                  ") is not inside the " + std::to_string(num_layers()) + " layers");
   }
   const int64_t start = cache.layer_length(begin);
-  cache.advance_layers(begin, end, x.size(1));  // checks lengths and capacity before the module writes
-  GraphOptimizerScope scope(bundle_);
-  const auto out =
-      bundle_.decoder
-          .get_method("run_range")({x, positions.to(bundle_.device, torch::kLong), start,
-                                    key_log_bias.to(bundle_.device, torch::kFloat), cache.keys(), cache.values(), scale,
-                                    static_cast<int64_t>(lar.path == LarPath::kAugmented ? 0 : 1), begin, end, need_attention})
-          .toTuple();
-  torch::Tensor attention;
-  if (need_attention) attention = out->elements()[1].toTensor();
-  return {out->elements()[0].toTensor(), attention};
+  const DecoderCall c = call(x, positions, key_log_bias, cache, start, lar);
+  cache.advance_layers(begin, end, x.size(1));  // checks lengths and capacity before the decoder writes
+  return backend_->run_range(c, begin, end, need_attention);
 }
 
-torch::Tensor Decoder::final_norm(const torch::Tensor& x) {
-  GraphOptimizerScope scope(bundle_);
-  return bundle_.decoder.get_method("final_norm")({x}).toTensor();
-}
+torch::Tensor Decoder::final_norm(const torch::Tensor& x) { return backend_->final_norm(x); }
 
-torch::Tensor Decoder::logits(const torch::Tensor& x, bool last_only) {
-  GraphOptimizerScope scope(bundle_);
-  return bundle_.decoder.get_method("logits")({x, last_only}).toTensor();
-}
+torch::Tensor Decoder::logits(const torch::Tensor& x, bool last_only) { return backend_->logits(x, last_only); }
 
 KvCache Decoder::make_cache(int64_t batch, int64_t capacity) const {
   return KvCache(bundle_.manifest.text, batch, capacity, bundle_.dtype, bundle_.device);

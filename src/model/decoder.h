@@ -4,8 +4,10 @@
 
 #include "era/options.h"
 #include "model/bundle.h"
+#include "model/decoder_backend.h"
 #include "model/kv_cache.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +23,12 @@ struct LarSettings {
 
 class Decoder {
  public:
-  explicit Decoder(ModelBundle& bundle) : bundle_(bundle) {}
+  // The bundle's native decoder where the session attached one (model/native_decoder.h), else
+  // its TorchScript decoder.pt.
+  explicit Decoder(ModelBundle& bundle);
+
+  // "native" or "torchscript": what computes the calls.
+  std::string backend_name() const { return backend_->name(); }
 
   // Token ids [B, T] (int64) -> embeddings [B, T, D] in the model dtype.
   torch::Tensor embed(const torch::Tensor& ids);
@@ -66,10 +73,11 @@ class Decoder {
   KvCache make_cache(int64_t batch, int64_t capacity) const;
 
  private:
-  std::vector<c10::IValue> inputs(const torch::Tensor& embeds, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
-                                  KvCache& cache, const LarSettings& lar);
+  DecoderCall call(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
+                   KvCache& cache, int64_t start, const LarSettings& lar) const;
   torch::Tensor layer_scales(const LarSettings& lar) const;
   ModelBundle& bundle_;
+  std::shared_ptr<DecoderBackend> backend_;
 };
 
 }  // namespace era

@@ -128,6 +128,11 @@ def parse_args(argv=None):
                    help="also write the language model (LLaMA presets / configs) as a Hugging Face "
                         "LlamaForCausalLM folder (config.json, model.safetensors, tokenizer.model): "
                         "the same weights for another engine, e.g. llama.cpp's convert_hf_to_gguf.py")
+    p.add_argument("--decoder-weights", metavar="DIR",
+                   help="also write the decoder's weights as a Hugging Face folder: the checkpoint's "
+                        "config.json and model.safetensors under transformers 5's names "
+                        "(model.language_model.*, lm_head.*; a tied head left out, as transformers "
+                        "saves it), for era's native decoder (--decoder-weights)")
     p.add_argument("--name", help="model_name in the manifest (default: random-<preset>)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the export's TorchScript-vs-eager check (needs 2x the weights' "
@@ -332,6 +337,26 @@ def write_text_model(ckpt, folder, out):
     print(f"make_random_bundle: wrote the language model to {out} ({len(tensors)} tensors)")
 
 
+def write_decoder_weights(ckpt, folder, out):
+    """The checkpoint's decoder tensors as an HF folder era's native decoder reads
+    (src/model/native_decoder.h): config.json as the checkpoint has it and model.safetensors."""
+    import shutil
+    from .safetensors_io import save_file
+    os.makedirs(out, exist_ok=True)
+    shutil.copyfile(os.path.join(folder, "config.json"), os.path.join(out, "config.json"))
+    tied = bool(ckpt.config.text.tie_word_embeddings)
+    tensors = {}
+    for canon, t in ckpt.text.items():
+        if canon.startswith("lm_head."):
+            if not tied:
+                tensors[canon] = t
+        else:
+            tensors["model.language_model." + canon] = t
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    print(f"make_random_bundle: wrote the decoder's weights to {out} ({len(tensors)} tensors"
+          f"{', head tied' if tied else ''})")
+
+
 def export_random(args, folder):
     """Random weights for the weightless checkpoint in `folder`, exported to args.out."""
     ckpt = load_checkpoint(folder, load_weights=False)  # validates the config
@@ -341,6 +366,8 @@ def export_random(args, folder):
           f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
     if args.text_model:
         write_text_model(ckpt, folder, args.text_model)
+    if args.decoder_weights:
+        write_decoder_weights(ckpt, folder, args.decoder_weights)
     name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
     return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
                              check=not args.no_check, int8=args.int8, int8_scheme=args.int8_scheme)

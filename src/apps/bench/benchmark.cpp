@@ -305,6 +305,7 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
   j["model"] = {{"name", report.model.name},
                 {"arch", report.model.arch},
                 {"attention", report.model.attention},
+                {"decoder", report.model.decoder},
                 {"vision_hidden", d.vision_hidden},
                 {"vision_intermediate", d.vision_intermediate},
                 {"vision_layers_run", d.vision_layers_run},

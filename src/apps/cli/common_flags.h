@@ -21,6 +21,7 @@ struct ModelFlags {
   std::string cpu_matmul = "auto";
   std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;
+  std::string decoder_weights;
 };
 
 struct GenerationFlags {
@@ -87,6 +88,9 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
                  "up none), on for CUDA; 'on'; 'off'")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--decoder-weights", f.decoder_weights,
+                 "a Hugging Face folder with the bundle's checkpoint (config.json, *.safetensors): era's own C++ "
+                 "decoder runs over its weights instead of the bundle's TorchScript decoder.pt");
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")
       ->check(CLI::Range(int64_t{1}, kMaxImagePixels))
       ->capture_default_str();
@@ -157,6 +161,7 @@ inline SessionOptions session_options(const ModelFlags& f) {
   so.cpu_matmul = f.cpu_matmul;
   so.jit_optimize = f.jit_optimize;
   so.max_image_pixels = f.max_image_pixels;
+  so.decoder_weights = f.decoder_weights;
   return so;
 }
 
