@@ -28,7 +28,7 @@ torch::Tensor Decoder::layer_scales(const LarSettings& lar) const {
 }
 
 DecoderCall Decoder::call(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
-                          KvCache& cache, int64_t start, const LarSettings& lar) const {
+                          KvCache& cache, int64_t start, const LarSettings& lar, torch::Tensor layer_scale) const {
   DecoderCall c;
   c.x = x;
   c.positions = positions.to(bundle_.device, torch::kLong);
@@ -36,7 +36,7 @@ DecoderCall Decoder::call(const torch::Tensor& x, const torch::Tensor& positions
   c.key_log_bias = key_log_bias.to(bundle_.device, torch::kFloat);
   c.k_cache = cache.keys();
   c.v_cache = cache.values();
-  c.layer_scale = layer_scales(lar);
+  c.layer_scale = layer_scale.defined() ? std::move(layer_scale) : layer_scales(lar);
   c.lar_mask = lar.path != LarPath::kAugmented;
   return c;
 }
@@ -77,7 +77,7 @@ std::pair<torch::Tensor, torch::Tensor> Decoder::run_range(const torch::Tensor& 
                                                  ") is not inside the " + std::to_string(num_layers()) + " layers");
   }
   const int64_t start = cache.layer_length(begin);
-  const DecoderCall c = call(x, positions, key_log_bias, cache, start, lar);
+  const DecoderCall c = call(x, positions, key_log_bias, cache, start, lar, scale);
   cache.advance_layers(begin, end, x.size(1));  // checks lengths and capacity before the decoder writes
   return backend_->run_range(c, begin, end, need_attention);
 }

@@ -74,7 +74,8 @@ class Decoder {
 
  private:
   DecoderCall call(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& key_log_bias,
-                   KvCache& cache, int64_t start, const LarSettings& lar) const;
+                   KvCache& cache, int64_t start, const LarSettings& lar,
+                   torch::Tensor layer_scale = {}) const;  // layer_scales(lar) where not given
   torch::Tensor layer_scales(const LarSettings& lar) const;
   ModelBundle& bundle_;
   std::shared_ptr<DecoderBackend> backend_;
