@@ -2,11 +2,14 @@
 // The fixture bundle (tests/CMakeLists.txt: fixture.bundle) opened once per test process, for the
 // tests that only ask it questions. One definition for every test file: a unity build compiles
 // several test files as one unit, where per-file copies of it would clash.
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 
 #include "era/debug.h"
 #include "era/era.h"
+#include "era/error.h"
 #include "test_support.h"
 
 namespace era::test {
@@ -32,6 +35,21 @@ inline torch::Tensor prompt_logits(const std::string& dtype, const std::string& 
   Session s = Session::open(bundle_dir(), o);
   if (check) check(s);
   return debug::prompt(s, r).logits;
+}
+
+// The message Session::open(`model`) refuses with (with `hf_weights` as SessionOptions::hf_weights),
+// checked to be a kBundle refusal; "" (and a failure) where it opened.
+inline std::string open_refusal(const std::string& model, const std::string& hf_weights = "") {
+  SessionOptions options;
+  options.hf_weights = hf_weights;
+  try {
+    Session::open(model, options);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBundle) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << model << " opened";
+  return "";
 }
 
 }  // namespace era::test

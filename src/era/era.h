@@ -63,10 +63,12 @@ struct SessionOptions {
   std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;  // images larger than this are refused before decoding
   // A Hugging Face folder (config.json and *.safetensors, single or sharded) with the weights of
-  // the bundle's checkpoint: "" = the bundle's TorchScript decoder; else era's own C++ decoder
-  // computes every decoder call over these weights, read in place (memory-mapped) and converted
-  // once to the session's dtype. Refused unless every tensor has the manifest's shapes.
-  std::string decoder_weights;
+  // the bundle's checkpoint: "" = the bundle's TorchScript modules; else era's own C++ models
+  // compute over these weights, read in place (memory-mapped) and converted once to the session's
+  // dtype: the decoder, the vision tower and the projector (CLIP, SigLIP, Qwen2.5-VL's native
+  // tower and merger). The TorchScript modules they replace are not loaded. Refused
+  // unless every tensor has the manifest's shapes.
+  std::string hf_weights;
 };
 
 // One earlier exchange of a conversation (Request::history).
@@ -186,6 +188,7 @@ struct PreparedInput {
 struct ModelInfo {
   std::string name, arch, dtype, device, attention;
   std::string decoder = "torchscript";  // what computes the decoder: "torchscript" (decoder.pt) or "native" (era's C++)
+  std::string vision = "torchscript";   // the same for the vision tower and projector
   int64_t visual_tokens_per_image = 0;  // at most, before any reduction (NeXT: largest grid)
   int64_t tokens_per_crop = 0;          // vision tokens of one 336 px crop (576)
   int64_t max_context = 0;
@@ -208,10 +211,12 @@ void validate_request(const Request& request, const ModelInfo& model);
 
 class Session {
  public:
-  // Loads a bundle. Throws era::Error: kInvalidArgument (bad device, dtype or num_threads),
-  // kBundle (missing/malformed bundle files, tokenizer or SentencePiece shim unavailable),
-  // kRuntime (the modules fail to load or move to the device).
-  static Session open(const std::string& bundle_dir, const SessionOptions& options = {});
+  // Loads a model: an era bundle folder, or a Hugging Face model folder (config.json and no
+  // manifest.json: LLaVA-1.5, LLaVA-NeXT), read as it is and run on era's own C++ models. Throws
+  // era::Error: kInvalidArgument (bad device, dtype or num_threads), kBundle (missing/malformed
+  // files, a setting era cannot honour, tokenizer or SentencePiece shim unavailable; the message
+  // names the file and the field), kRuntime (the modules fail to load or move to the device).
+  static Session open(const std::string& model_dir, const SessionOptions& options = {});
 
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;

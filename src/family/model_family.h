@@ -19,6 +19,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -157,6 +158,18 @@ void check_family_modules(const ModelBundle& bundle);
 // The family's reading of `manifest`'s own sections alone (load_bundle's FamilyChecks::sections,
 // before any module is opened); throws era::Error(kBundle) for an unknown arch or naming the field.
 void check_family_sections(const Manifest& manifest);
+
+// The family's vision tower and projector as era's own models over a Hugging Face folder's weights
+// (load_bundle's FamilyChecks::native_vision; family/llava_native_vision.h); nullptr where the
+// family has none (its tower then stays the bundle's TorchScript module).
+std::shared_ptr<VisionBackend> load_family_native_vision(const std::string& hf_dir, const Manifest& manifest,
+                                                         const torch::Device& device, torch::ScalarType dtype);
+
+// The manifest document of the Hugging Face folder `dir` (config.json's model_type picks the
+// family; load_bundle's FamilyChecks::hf_manifest). Throws era::Error(kBundle) naming config.json
+// and the field: an unknown model_type, one era reads from bundles only so far, or any setting the
+// family refuses.
+nlohmann::json manifest_from_hf_folder(const std::string& dir);
 
 // The `arch` names this build serves, in registry order.
 std::vector<std::string> known_architectures();

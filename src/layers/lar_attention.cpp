@@ -10,12 +10,6 @@
 namespace era::layers {
 namespace {
 
-// a @ b in a's dtype; widened: computed in float32 and rounded once (the exported matmul_f32).
-torch::Tensor matmul_f32(const torch::Tensor& a, const torch::Tensor& b, bool widened) {
-  if (widened) return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type());
-  return torch::matmul(a, b);
-}
-
 // LAR's additive mask: key_bias [B, Tk] -> [B, 1, 1, Tk] (one query that sees every key) or
 // [B, 1, Tq, Tk] with -inf on the hidden keys.
 torch::Tensor additive_mask(const torch::Tensor& key_bias, int64_t tq, int64_t tk, int64_t offset) {
@@ -31,8 +25,8 @@ torch::Tensor additive_mask(const torch::Tensor& key_bias, int64_t tq, int64_t t
 
 bool sees_every_key(int64_t tq, int64_t tk, int64_t offset) { return tq == 1 && offset + 1 >= tk; }
 
-torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask,
-                   bool causal, double scale) {
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask, bool causal,
+                   double scale) {
 #if ERA_TORCH_AT_LEAST(2, 1)
   const c10::optional<torch::Tensor> m = mask.defined() ? c10::optional<torch::Tensor>(mask) : c10::nullopt;
   return at::scaled_dot_product_attention(q, k, v, m, 0.0, causal, scale);
@@ -44,8 +38,7 @@ torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::
 
 // SDPA without a mask where it can (so the fused kernels stay eligible): a single query seeing
 // every key, or a whole causal prefill.
-torch::Tensor sdpa_causal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
-                          int64_t offset) {
+torch::Tensor sdpa_causal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale, int64_t offset) {
   const int64_t tq = q.size(2), tk = k.size(2);
   if (sees_every_key(tq, tk, offset)) return sdpa(q, k, v, {}, false, scale);
   if (offset == 0 && tq == tk) return sdpa(q, k, v, {}, true, scale);
@@ -73,8 +66,8 @@ torch::Tensor hidden_keys(int64_t tq, int64_t tk, int64_t offset, const torch::D
   return k_pos > q_pos;
 }
 
-torch::Tensor attend(AttentionKernel kernel, const AttentionRouting& routing, const torch::Tensor& q,
-                     const torch::Tensor& k, const torch::Tensor& v, double scale, int64_t offset) {
+torch::Tensor attend(AttentionKernel kernel, const AttentionRouting& routing, const torch::Tensor& q, const torch::Tensor& k,
+                     const torch::Tensor& v, double scale, int64_t offset) {
   const int64_t tq = q.size(2), tk = k.size(2);
   if (routing.decode_kernel && sees_every_key(tq, tk, offset)) return widened_attention(q, k, v, scale, offset, false);
   const bool up = widens(q, tq, routing.upcast_min_rows);
@@ -85,8 +78,7 @@ torch::Tensor attend(AttentionKernel kernel, const AttentionRouting& routing, co
       scores = scores.masked_fill(hidden_keys(tq, tk, offset, q.device()), -std::numeric_limits<float>::infinity());
     return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
   }
-  if (up)
-    return sdpa_causal(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), scale, offset).to(q.scalar_type());
+  if (up) return sdpa_causal(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), scale, offset).to(q.scalar_type());
   if (routing.eager_decode && sees_every_key(tq, tk, offset)) {
     const torch::Tensor scores = (torch::matmul(q, k.transpose(-1, -2)) * scale).to(torch::kFloat);
     return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
@@ -95,8 +87,8 @@ torch::Tensor attend(AttentionKernel kernel, const AttentionRouting& routing, co
 }
 
 torch::Tensor attend_with_bias(AttentionKernel kernel, const AttentionRouting& routing, const torch::Tensor& q,
-                               const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_bias,
-                               double scale, int64_t offset) {
+                               const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_bias, double scale,
+                               int64_t offset) {
   const int64_t tq = q.size(2), tk = k.size(2);
   const bool up = widens(q, tq, routing.upcast_min_rows);
   const torch::Tensor mask = additive_mask(key_bias, tq, tk, offset);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -12,8 +13,13 @@
 #include "kernels/cpu_gemv.h"
 #include "kernels/huge_pages.h"
 #include "model/export_compat.h"
+#include "model/hf_folder.h"
 #include "model/int8_weights.h"
 #include "model/module_checks.h"
+#include "model/native_decoder.h"
+#include "model/native_vision.h"
+#include "model/vision_backend.h"
+#include "util/compat.h"
 #include "util/error_text.h"
 #include "util/input_file.h"
 
@@ -78,8 +84,8 @@ void check_decoder_attributes(const ModelBundle& b) {
   if (t.rms_norm_eps > 0) dec.expect("norm", "eps", "text.rms_norm_eps", t.rms_norm_eps);
 }
 
-// The decoder's and the tokenizer's checks, common to every family.
-void check_common_modules(const ModelBundle& b) {
+// The decoder module's checks, common to every family.
+void check_decoder_module(const ModelBundle& b) {
   const auto& m = b.manifest;
   const auto& t = m.text;
   ShapeChecker dec(b.decoder, b.dir, m.decoder_file);
@@ -108,6 +114,11 @@ void check_common_modules(const ModelBundle& b) {
       throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.decoder_file + " has no method '" + method + "'");
     }
   }
+}
+
+// The tokenizer's checks against the manifest, common to every family.
+void check_tokenizer(const ModelBundle& b) {
+  const auto& m = b.manifest;
   if (b.tokenizer->size() != m.tokens.tokenizer_vocab_size) {
     throw Error(ErrorCode::kBundle, "bundle " + b.dir + ": " + m.tokenizer_file + " has " + std::to_string(b.tokenizer->size()) +
                                         " pieces but the manifest says " + std::to_string(m.tokens.tokenizer_vocab_size));
@@ -124,6 +135,20 @@ void check_common_modules(const ModelBundle& b) {
                                           std::to_string(b.tokenizer->size()) + " pieces) nor an added token");
     }
   }
+}
+
+// A Hugging Face folder's manifest document with the header an export would have written: the
+// LibTorch that runs it, the attention kernel, and the weights file in place of the modules'.
+std::string hf_manifest_text(const std::string& dir, nlohmann::json doc) {
+  doc["exported_with"] = {{"torch", libtorch_version().str()},
+                          {"attention", compat::kHasSdpa ? "sdpa" : "math"},
+                          {"exporter", "era (read from the Hugging Face folder)"},
+                          {"decoder_api", kDecoderApi}};
+  std::error_code ec;
+  const std::string weights =
+      fs::exists(dir + "/model.safetensors.index.json", ec) ? "model.safetensors.index.json" : "model.safetensors";
+  for (const char* module : {"vision", "projector", "decoder"}) doc["files"][module] = weights;
+  return doc.dump();
 }
 
 }  // namespace
@@ -180,42 +205,84 @@ void convert_floating_tensors(torch::jit::Module& top, torch::ScalarType dtype) 
 
 }  // namespace
 
+std::vector<torch::jit::Module*> ModelBundle::scripted_modules() {
+  // (built from a fixed array: GCC 12 flags a vector grown by insert() here with a false
+  // -Wstringop-overflow, an error under ERA_WERROR)
+  torch::jit::Module* const all[] = {&vision, &projector, &decoder};
+  const bool loaded[] = {scripted_vision, scripted_vision, scripted_decoder};
+  std::vector<torch::jit::Module*> out;
+  for (size_t i = 0; i < 3; ++i)
+    if (loaded[i]) out.push_back(all[i]);
+  return out;
+}
+
 ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std::optional<torch::ScalarType> dtype,
-                        const FamilyChecks& family) {
+                        const FamilyChecks& family, const std::string& hf_weights) {
   if (!fs::is_directory(dir)) throw Error(ErrorCode::kBundle, "model bundle not found: " + dir);
   ModelBundle b;
   b.dir = dir;
-  b.manifest = read_manifest(dir);
+  std::string weights_dir = hf_weights;
+  if (is_hf_folder(dir)) {
+    if (!family.hf_manifest || !family.native_vision)
+      throw Error(ErrorCode::kBundle, dir +
+                                          ": a Hugging Face folder (config.json, no manifest.json): this loader reads "
+                                          "era bundles only");
+    b.manifest = parse_manifest(hf_manifest_text(dir, family.hf_manifest(dir)), dir + "/config.json");
+    weights_dir = dir;  // every module is era's own, over the folder's weights
+  } else {
+    b.manifest = read_manifest(dir);
+  }
   if (family.sections) family.sections(b.manifest);  // the sections only its family reads
-  // Before any module is opened: an incompatible one would fail later inside TorchScript, and
-  // LibTorch 1.13 only on the first call.
-  check_export_compat(b.manifest, dir, libtorch_version());
-  register_era_operators();  // the modules may call era::gemv
-  // Every file is checked before the first is opened: a bad one stops the load at once.
-  const std::string tokenizer_path = bundle_file(dir, "files.tokenizer", b.manifest.tokenizer_file);
-  const std::string vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);
-  const std::string projector_path = bundle_file(dir, "files.projector", b.manifest.projector_file);
-  const std::string decoder_path = bundle_file(dir, "files.decoder", b.manifest.decoder_file);
-  const Int8LoadPlan int8 = prepare_int8_load(b.manifest, dir, device);  // int8 weights are packed as they load
-  b.vision = load_module(dir, "files.vision", b.manifest.vision_file, vision_path);
-  b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
-  b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
-  b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
-  if (family.modules) family.modules(b);  // the vision tower and projector: the family's knowledge
-  check_common_modules(b);
-
+  const bool native = !weights_dir.empty();
+  if (native && !b.manifest.int8_weights.empty())
+    throw Error(ErrorCode::kBundle, "bundle " + dir + ": manifest.json: quantization.int8 = \"" + b.manifest.int8_weights +
+                                        "\": int8 bundle weights do not combine with a Hugging Face folder's weights "
+                                        "(era's native models are not quantised yet); use a bundle without --int8");
   b.dtype = dtype.value_or(parse_dtype(b.manifest.dtype));
   b.device = device;
   check_dtype_supported(b.dtype, device);
+  if (native) {  // each tensor converted once, straight into the session's dtype and device
+    b.native_decoder = load_native_decoder(weights_dir, b.manifest, device, b.dtype);
+    if (family.native_vision) b.native_vision = family.native_vision(weights_dir, b.manifest, device, b.dtype);
+  }
+  const bool native_vision = b.native_vision != nullptr;
+  // Before any module is opened: an incompatible one would fail later inside TorchScript, and
+  // LibTorch 1.13 only on the first call. Native models need no TorchScript of any version.
+  if (!native_vision) check_export_compat(b.manifest, dir, libtorch_version());
+  register_era_operators();  // the modules may call era::gemv
+  // Every file is checked before the first is opened: a bad one stops the load at once.
+  const std::string tokenizer_path = bundle_file(dir, "files.tokenizer", b.manifest.tokenizer_file);
+  std::string vision_path, projector_path, decoder_path;
+  if (!native_vision) {
+    vision_path = bundle_file(dir, "files.vision", b.manifest.vision_file);
+    projector_path = bundle_file(dir, "files.projector", b.manifest.projector_file);
+  }
+  if (!native) decoder_path = bundle_file(dir, "files.decoder", b.manifest.decoder_file);
+  const Int8LoadPlan int8 = prepare_int8_load(b.manifest, dir, device);  // int8 weights are packed as they load
+  if (!native_vision) {
+    b.vision = load_module(dir, "files.vision", b.manifest.vision_file, vision_path);
+    b.projector = load_module(dir, "files.projector", b.manifest.projector_file, projector_path);
+    b.scripted_vision = true;
+  }
+  if (!native) {
+    b.decoder = load_module(dir, "files.decoder", b.manifest.decoder_file, decoder_path);
+    b.scripted_decoder = true;
+  }
+  b.tokenizer = std::make_unique<Tokenizer>(tokenizer_path);
+  if (family.modules && !native_vision) family.modules(b);  // the vision tower and projector: the family's knowledge
+  if (!native) check_decoder_module(b);
+  check_tokenizer(b);
+
   const bool convert = b.dtype != parse_dtype(b.manifest.dtype);
-  for (auto* m : {&b.vision, &b.projector, &b.decoder}) {
+  for (auto* m : b.scripted_modules()) {
     m->eval();
     m->to(device);
     if (convert) convert_floating_tensors(*m, b.dtype);  // only when asked: conversion is lossy for fp16/bf16 exports
   }
   b.int8_sources_freed = finish_int8_load(b, int8);
   // Last, once every weight has its final form: decode streams them all each step.
-  if (device.is_cpu()) b.huge_page_bytes = move_to_huge_pages(b.decoder);
+  if (device.is_cpu() && !native) b.huge_page_bytes = move_to_huge_pages(b.decoder);
+  if (b.native_decoder) b.huge_page_bytes = b.native_decoder->huge_page_bytes();
   return b;
 }
 
@@ -223,7 +290,29 @@ ModelBundle load_bundle(const std::string& dir, const torch::Device& device, std
 
 namespace era {
 
+int64_t model_weight_bytes(ModelBundle& bundle) {
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (const torch::jit::Module* m : bundle.scripted_modules()) {
+    const auto count = [&](const torch::Tensor& t) {
+      if (!t.defined()) return;
+      // a weight packed for oneDNN (kernels/onednn_linear.h) is an opaque tensor without storage
+      if (!t.has_storage()) {
+        if (seen.insert(t.unsafeGetTensorImpl()).second) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+        return;
+      }
+      if (seen.insert(t.storage().unsafeGetStorageImpl()).second) bytes += static_cast<int64_t>(t.storage().nbytes());
+    };
+    for (const auto& p : m->named_parameters()) count(p.value);
+    for (const auto& b : m->named_buffers()) count(b.value);
+  }
+  if (bundle.native_decoder) bytes += bundle.native_decoder->weight_bytes();
+  if (const auto* v = dynamic_cast<const NativeVision*>(bundle.native_vision.get())) bytes += v->weight_bytes();
+  return bytes;
+}
+
 torch::Tensor projector_parameter(const ModelBundle& bundle, const std::string& name) {
+  if (bundle.native_vision) return bundle.native_vision->parameter(name);
   for (const auto& p : bundle.projector.named_parameters()) {
     if (p.name == name) return p.value;
   }

@@ -14,6 +14,7 @@
 #include "kernels/onednn_linear.h"
 #include "model/bundle.h"
 #include "model/native_decoder.h"
+#include "model/native_vision.h"
 #include "util/compat.h"
 
 namespace era {
@@ -146,7 +147,7 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
   const bool decode_kernel = bundle.device.is_cpu() && bundle.dtype == torch::kBFloat16 && mode != CpuMatmul::kNative &&
                              attention_isa_available(AttentionIsa::kAvx2);
   int set = 0;
-  for (torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
+  for (torch::jit::Module* top : bundle.scripted_modules()) {
     for (torch::jit::Module m : top->modules()) {
       const bool widens = m.hasattr("cpu_upcast_min_rows"), hands_over = m.hasattr("gemv_max_rows");
       if (widens) m.setattr("cpu_upcast_min_rows", upcast_rows);
@@ -176,9 +177,22 @@ int apply_cpu_matmul(ModelBundle& bundle, CpuMatmul mode) {
     bundle.native_decoder->model().set_routing(routing);
     ++set;
   }
+  if (auto* native = dynamic_cast<NativeVision*>(bundle.native_vision.get())) {  // and to its tower and projector
+    layers::VisionRouting routing;
+    // as on the exported Linears; through era::onednn_linear where the runtime routes the
+    // tower's linears there (plain weights, rows split: era does not pack native weights yet)
+    routing.linear = {gemv_rows, upcast_rows, cpu_routes_linears_to_onednn(bundle, mode)};
+    routing.upcast_min_rows = upcast_rows;
+    routing.per_head_kernel = per_head_kernel;
+    routing.layer_norm_f32 = compat::kBf16LayerNormRoundsPerStep && narrow_cpu && mode != CpuMatmul::kNative;
+    native->tower().set_routing(routing);
+    native->projector().routing = routing.linear;
+    if (routing.linear.onednn) bundle.row_split_linears = native->linear_count();
+    ++set;
+  }
   // Not the decoder's: its decode steps read the plain weights (era::gemv), and a second, packed
   // copy of them would double the model's memory. Its prefill already runs near the GEMM rate.
-  if (cpu_routes_linears_to_onednn(bundle, mode)) {
+  if (cpu_routes_linears_to_onednn(bundle, mode) && !bundle.native_vision) {
     if (cpu_packs_bf16_for_onednn())
       bundle.onednn_packed_linears = pack_linears_for_onednn(bundle.vision) + pack_linears_for_onednn(bundle.projector);
     else bundle.row_split_linears = split_linears_by_rows(bundle.vision) + split_linears_by_rows(bundle.projector);

@@ -38,7 +38,7 @@ std::string class_of(const c10::intrusive_ptr<LinearPackedParamsBase>& packed) {
 
 std::vector<torch::jit::Module> bundle_int8_linears(ModelBundle& bundle) {
   std::vector<torch::jit::Module> out;
-  for (const torch::jit::Module* top : {&bundle.vision, &bundle.projector, &bundle.decoder}) {
+  for (const torch::jit::Module* top : bundle.scripted_modules()) {
     for (const torch::jit::Module& m : int8_linears(*top)) out.push_back(m);
   }
   return out;

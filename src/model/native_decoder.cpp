@@ -1,36 +1,25 @@
 #include "model/native_decoder.h"
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
 #include "era/error.h"
+#include "model/hf_folder.h"
 #include "model/safetensors.h"
-#include "util/input_file.h"
 
 namespace era {
 namespace {
 
-using json = nlohmann::json;
-
 // config.json's tie_word_embeddings: text_config's where it has one, else the top level's
 // (transformers reads both; OneVision's may write it only at the top).
 bool ties_embeddings(const std::string& hf_dir) {
-  const std::string path = hf_dir + "/config.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return false;
-  json config;
-  try {
-    config = json::parse(read_input_file(path, "model config", 16 << 20, ErrorCode::kBundle));
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::kBundle, path + ": not valid JSON (" + e.what() + ")");
-  }
-  for (const json* section : {config.contains("text_config") ? &config["text_config"] : nullptr, &config}) {
+  const nlohmann::json config = read_hf_config(hf_dir);
+  for (const nlohmann::json* section : {config.contains("text_config") ? &config["text_config"] : nullptr, &config}) {
     if (section && section->is_object() && section->contains("tie_word_embeddings")) {
-      const json& tie = (*section)["tie_word_embeddings"];
+      const nlohmann::json& tie = (*section)["tie_word_embeddings"];
       if (!tie.is_boolean())
-        throw Error(ErrorCode::kBundle, path + ": tie_word_embeddings is " + tie.dump() + ", not true or false");
+        throw Error(ErrorCode::kBundle, hf_dir + "/config.json: tie_word_embeddings is " + tie.dump() + ", not true or false");
       return tie.get<bool>();
     }
   }
@@ -46,47 +35,24 @@ std::string text_prefix(const SafetensorsFolder& folder) {
                                       "language_model.model.embed_tokens.weight or model.embed_tokens.weight)");
 }
 
-class WeightReader {
- public:
-  WeightReader(const SafetensorsFolder& folder, const torch::Device& device, torch::ScalarType dtype)
-      : folder_(folder), device_(device), dtype_(dtype) {}
-
-  // The tensor converted once to the session's dtype and device (on the CPU in the file's own
-  // dtype it stays a view of the mapping: no copy at all).
-  torch::Tensor read(const std::string& name, const std::vector<int64_t>& shape) {
-    const torch::Tensor t = folder_.tensor(name, shape);
-    if (!t.is_floating_point())
-      throw Error(ErrorCode::kBundle, folder_.file_of(name) + ": tensor '" + name + "' has dtype " +
-                                          std::string(c10::toString(t.scalar_type())) + ", not a floating type");
-    return t.to(device_, dtype_).contiguous();
-  }
-  // A bias, undefined where the checkpoint has none.
-  torch::Tensor bias(const std::string& name, int64_t width) { return folder_.has(name) ? read(name, {width}) : torch::Tensor(); }
-
- private:
-  const SafetensorsFolder& folder_;
-  torch::Device device_;
-  torch::ScalarType dtype_;
-};
-
 }  // namespace
 
 torch::Tensor NativeDecoder::forward(const DecoderCall& c, bool last_only) {
-  const auto [x, unused] = model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache,
-                                            c.layer_scale, c.lar_mask, 0, model_.config().num_layers, false);
+  const auto [x, unused] = model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache, c.layer_scale,
+                                            c.lar_mask, 0, model_.config().num_layers, false);
   return model_.logits(x, last_only);
 }
 
 std::pair<torch::Tensor, torch::Tensor> NativeDecoder::forward_with_attention(const DecoderCall& c) {
-  const auto [x, attention] = model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache,
-                                               c.layer_scale, c.lar_mask, 0, model_.config().num_layers, true);
+  const auto [x, attention] = model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache, c.layer_scale,
+                                               c.lar_mask, 0, model_.config().num_layers, true);
   return {model_.logits(x, true), attention};
 }
 
 std::pair<torch::Tensor, torch::Tensor> NativeDecoder::run_range(const DecoderCall& c, int64_t begin, int64_t end,
                                                                  bool need_attention) {
-  return model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache, c.layer_scale, c.lar_mask,
-                          begin, end, need_attention);
+  return model_.run_range(c.x, c.positions, c.cache_pos, c.key_log_bias, c.k_cache, c.v_cache, c.layer_scale, c.lar_mask, begin,
+                          end, need_attention);
 }
 
 int64_t NativeDecoder::weight_bytes() const {
@@ -100,8 +66,8 @@ int64_t NativeDecoder::weight_bytes() const {
   count(w.norm);
   count(w.lm_head);
   for (const auto& l : w.layers)
-    for (const auto* t : {&l.input_norm, &l.q, &l.k, &l.v, &l.o, &l.q_bias, &l.k_bias, &l.v_bias, &l.post_norm, &l.gate,
-                          &l.up, &l.down})
+    for (const auto* t :
+         {&l.input_norm, &l.q, &l.k, &l.v, &l.o, &l.q_bias, &l.k_bias, &l.v_bias, &l.post_norm, &l.gate, &l.up, &l.down})
       count(*t);
   return bytes;
 }
@@ -114,7 +80,9 @@ std::shared_ptr<NativeDecoder> load_native_decoder(const std::string& hf_dir, co
   const TextSpec& t = manifest.text;
   const SafetensorsFolder folder(hf_dir);
   const std::string p = text_prefix(folder);
-  WeightReader w(folder, device, dtype);
+  // a decode step streams every weight once: in huge pages on the CPU, as the bundle's decoder.pt
+  // gets them (kernels/huge_pages.h)
+  const HfWeightReader w(folder, device, dtype, /*huge_pages=*/true);
   const int64_t D = t.hidden_size, hd = t.head_dim, I = t.intermediate_size;
   const int64_t q_width = t.num_heads * hd, kv_width = t.num_kv_heads * hd;
 
@@ -163,10 +131,13 @@ std::shared_ptr<NativeDecoder> load_native_decoder(const std::string& hf_dir, co
   } else if (ties_embeddings(hf_dir)) {
     weights.lm_head = weights.embed;
   } else {
-    throw Error(ErrorCode::kBundle, hf_dir + ": no lm_head.weight, and config.json does not tie the embeddings "
-                                             "(tie_word_embeddings)");
+    throw Error(ErrorCode::kBundle, hf_dir +
+                                        ": no lm_head.weight, and config.json does not tie the embeddings "
+                                        "(tie_word_embeddings)");
   }
-  return std::make_shared<NativeDecoder>(layers::LlamaDecoder(std::move(config), std::move(weights)));
+  auto decoder = std::make_shared<NativeDecoder>(layers::LlamaDecoder(std::move(config), std::move(weights)));
+  decoder->set_huge_page_bytes(w.huge_page_bytes());
+  return decoder;
 }
 
 }  // namespace era

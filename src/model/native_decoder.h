@@ -35,9 +35,13 @@ class NativeDecoder final : public DecoderBackend {
   layers::LlamaDecoder& model() { return model_; }
   // Bytes of the weights as held (tied matrices once).
   int64_t weight_bytes() const;
+  // Bytes of them copied into transparent huge pages at load (CPU; kernels/huge_pages.h).
+  int64_t huge_page_bytes() const { return huge_page_bytes_; }
+  void set_huge_page_bytes(int64_t bytes) { huge_page_bytes_ = bytes; }
 
  private:
   layers::LlamaDecoder model_;
+  int64_t huge_page_bytes_ = 0;
 };
 
 // The decoder of the HF folder `hf_dir` for `manifest`'s text section, in `dtype` on `device`.

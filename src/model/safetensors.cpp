@@ -196,6 +196,15 @@ torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
       at, e->shape, [keep](void*) {}, options);
 }
 
+void SafetensorsFile::drop_pages(const std::string& name) const {
+  const SafetensorsEntry* e = find(name);
+  if (!e) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data_ + e->begin), end = reinterpret_cast<uintptr_t>(data_ + e->end);
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 SafetensorsFolder::SafetensorsFolder(const std::string& folder) : folder_(folder) {
   const std::string single = folder + "/model.safetensors";
   const std::string index_path = folder + "/model.safetensors.index.json";
@@ -256,6 +265,11 @@ torch::Tensor SafetensorsFolder::tensor(const std::string& name) const {
   const auto it = where_.find(name);
   if (it == where_.end()) refuse(folder_, "no tensor '" + name + "' in its weights");
   return files_[it->second]->tensor(name);
+}
+
+void SafetensorsFolder::drop_pages(const std::string& name) const {
+  const auto it = where_.find(name);
+  if (it != where_.end()) files_[it->second]->drop_pages(name);
 }
 
 torch::Tensor SafetensorsFolder::tensor(const std::string& name, const std::vector<int64_t>& shape) const {

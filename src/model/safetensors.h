@@ -52,6 +52,11 @@ class SafetensorsFile {
   const SafetensorsEntry* find(const std::string& name) const;
   // The tensor `name` on the CPU in the file's dtype; refused when absent.
   torch::Tensor tensor(const std::string& name) const;
+  // Hands back to the OS the pages of the mapping that lie wholly inside tensor `name`'s bytes
+  // (madvise MADV_DONTNEED): for a tensor the reader converted or copied, whose pages it touched
+  // but no view holds, so that they stop counting in the process's resident memory while other
+  // tensors of the file are still views of it. A view of that range must not be used after.
+  void drop_pages(const std::string& name) const;
 
  private:
   SafetensorsFile() = default;
@@ -79,6 +84,7 @@ class SafetensorsFolder {
   torch::Tensor tensor(const std::string& name) const;
   // The same, refused naming the file and the tensor unless its shape is `shape`.
   torch::Tensor tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+  void drop_pages(const std::string& name) const;  // SafetensorsFile::drop_pages
 
  private:
   std::string folder_;

@@ -122,11 +122,10 @@ Session Session::open(const std::string& bundle_dir, const SessionOptions& optio
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->image_limits.max_pixels = options.max_image_pixels;
-  impl->bundle = load_bundle(bundle_dir, device, dtype, {check_family_sections, check_family_modules});
+  impl->bundle = load_bundle(bundle_dir, device, dtype,
+                             {check_family_sections, check_family_modules, load_family_native_vision, manifest_from_hf_folder},
+                             options.hf_weights);
   impl->bundle.optimize_graphs = optimize_graphs(jit_optimize, device);
-  if (!options.decoder_weights.empty())  // before the CPU routing, which the native decoder takes too
-    impl->bundle.native_decoder =
-        load_native_decoder(options.decoder_weights, impl->bundle.manifest, impl->bundle.device, impl->bundle.dtype);
   apply_cpu_matmul(impl->bundle, cpu_matmul);
   const int torch_threads = configure_cpu_threads(options.num_threads, cpu_matmuls_in_float32(impl->bundle, cpu_matmul));
   if (impl->bundle.device.is_cpu())
@@ -276,6 +275,7 @@ ModelInfo Session::info() const {
   i.device = b.device.str();
   i.attention = b.manifest.attention;
   i.decoder = impl_->decoder->backend_name();
+  i.vision = impl_->vision->backend_name();
   i.visual_tokens_per_image = impl_->family->packer().max_visual_tokens();
   i.tokens_per_crop = b.manifest.vision.tokens_per_crop;
   i.max_context = impl_->max_context();

@@ -194,6 +194,12 @@ std::string Tokenizer::piece(int64_t id) const {
   if (bpe_) return bpe_->piece(id);
   return (id >= 0 && id < size()) ? sp_->id_to_piece(static_cast<int>(id)) : "<added:" + std::to_string(id) + ">";
 }
-std::optional<int64_t> Tokenizer::token_id(const std::string& token) const { return bpe_ ? bpe_->token_id(token) : std::nullopt; }
+std::optional<int64_t> Tokenizer::token_id(const std::string& token) const {
+  if (bpe_) return bpe_->token_id(token);
+  // SentencePiece: the piece spelled `token` (a scan: asked at load, never per request)
+  for (int i = 0; i < sp_->piece_size(); ++i)
+    if (!sp_->is_unknown(i) && sp_->id_to_piece(i) == token) return i;
+  return std::nullopt;
+}
 
 }  // namespace era

@@ -40,7 +40,8 @@ class Tokenizer {
   int64_t eos_id() const;  // -1 likewise: the manifest's stop ids say when a BPE model stops
   int64_t size() const;    // pieces in the SentencePiece model; 1 + the largest BPE id
   std::string piece(int64_t id) const;
-  // The id of a token spelled `token` (an added token or a vocabulary entry); BPE only.
+  // The id of a token spelled `token`: BPE's added token or vocabulary entry, SentencePiece's piece
+  // (a scan of the pieces: for loading, not for every request).
   std::optional<int64_t> token_id(const std::string& token) const;
   bool byte_level() const { return bpe_ != nullptr; }
 

@@ -63,11 +63,20 @@ Request request_for(const nlohmann::json& c, const nlohmann::json& image) {
   return req;
 }
 
-void check_case(const std::string& name) {
+// Which models compute: the bundle's TorchScript modules, or era's own C++ models over the very
+// folder transformers saved (SessionOptions::hf_weights: the decoder, and the LLaVA families' towers
+// and projectors).
+// kHfFolder: no bundle at all, the folder opened directly (its manifest built by era).
+enum class Backend { kTorchScript, kNative, kHfFolder };
+
+void check_case(const std::string& name, Backend backend = Backend::kTorchScript) {
   if (!std::filesystem::exists(test::testdata_dir() + "/hf")) GTEST_SKIP() << "no HF parity data (ERA_HF_PARITY off)";
   c10::InferenceMode inference;
   const auto c = read_json(case_dir(name) + "/case.json");
-  auto session = Session::open(c["bundle"].get<std::string>());
+  SessionOptions options;
+  if (backend == Backend::kNative) options.hf_weights = c["checkpoint"].get<std::string>();
+  auto session = Session::open(c[backend == Backend::kHfFolder ? "checkpoint" : "bundle"].get<std::string>(), options);
+  ASSERT_EQ(session.info().decoder, backend == Backend::kTorchScript ? "torchscript" : "native");
   ASSERT_FALSE(c["images"].empty());
   for (const auto& image : c["images"]) {
     const std::string dir = image["dir"];
@@ -108,8 +117,11 @@ void check_case(const std::string& name) {
     const auto want = read_npy(dir + "/logits.npy");
     ASSERT_EQ(prompt.logits.sizes(), want.sizes());
     const double err = max_rel_error(prompt.logits, want);
-    std::cout << "[ measured ] " << name << " " << image["width"] << "x" << image["height"]
-              << ": logits max relative error vs transformers " << err << "\n";
+    std::cout << "[ measured ] " << name
+              << (backend == Backend::kNative     ? " (native)"
+                  : backend == Backend::kHfFolder ? " (HF folder)"
+                                                  : "")
+              << " " << image["width"] << "x" << image["height"] << ": logits max relative error vs transformers " << err << "\n";
     EXPECT_LE(err, 1e-4);
 
     // Neither side stops at EOS (the fixture cleared generate's eos_token_id), so all 32 count.
@@ -141,6 +153,33 @@ TEST(HfParity, OnevisionVideoFramesPooledWithOneNewline) { check_case("onevision
 TEST(HfParity, QwenImagesNativeResolution) { check_case("qwen_images"); }
 TEST(HfParity, QwenTwoImagesInOnePrompt) { check_case("qwen_two_images"); }
 TEST(HfParity, QwenVideoTemporalPatches) { check_case("qwen_video"); }
+
+// The same cases with era's native models over the HF folder itself.
+TEST(HfParity, Llava15GqaNative) { check_case("llava15_gqa", Backend::kNative); }
+TEST(HfParity, Llava15TiedEmbeddingsPositiveFeatureLayerNative) { check_case("llava15_tied_layer1", Backend::kNative); }
+TEST(HfParity, Llava15FullStrategyKeepsClsNative) { check_case("llava15_full", Backend::kNative); }
+TEST(HfParity, Llava15FeatureLayerListNative) { check_case("llava15_layers", Backend::kNative); }
+TEST(HfParity, NextGqaCustomPinpointsNative) { check_case("next_gqa_pins", Backend::kNative); }
+TEST(HfParity, NextFeatureLayerListNative) { check_case("next_layers", Backend::kNative); }
+TEST(HfParity, NextMistralTextModelNative) { check_case("next_mistral", Backend::kNative); }
+TEST(HfParity, NextYiChatmlPiecesInSentencePieceNative) { check_case("next_yi_chatml", Backend::kNative); }
+TEST(HfParity, OnevisionImagesAnyresMax9Native) { check_case("onevision_images", Backend::kNative); }
+TEST(HfParity, OnevisionTwoImagesInOnePromptNative) { check_case("onevision_two_images", Backend::kNative); }
+TEST(HfParity, OnevisionVideoFramesPooledWithOneNewlineNative) { check_case("onevision_video", Backend::kNative); }
+TEST(HfParity, QwenImagesNativeResolutionNative) { check_case("qwen_images", Backend::kNative); }
+TEST(HfParity, QwenTwoImagesInOnePromptNative) { check_case("qwen_two_images", Backend::kNative); }
+TEST(HfParity, QwenVideoTemporalPatchesNative) { check_case("qwen_video", Backend::kNative); }
+
+// ... and with no bundle at all: the folder transformers saved, opened directly. (next_yi_chatml's
+// reference prompt is transformers' chat template, era's "chatml", which its bundle was exported
+// with by name; a folder gets the LLaVA evaluation template chatml_direct.)
+TEST(HfParity, Llava15GqaFolder) { check_case("llava15_gqa", Backend::kHfFolder); }
+TEST(HfParity, Llava15TiedEmbeddingsPositiveFeatureLayerFolder) { check_case("llava15_tied_layer1", Backend::kHfFolder); }
+TEST(HfParity, Llava15FullStrategyKeepsClsFolder) { check_case("llava15_full", Backend::kHfFolder); }
+TEST(HfParity, Llava15FeatureLayerListFolder) { check_case("llava15_layers", Backend::kHfFolder); }
+TEST(HfParity, NextGqaCustomPinpointsFolder) { check_case("next_gqa_pins", Backend::kHfFolder); }
+TEST(HfParity, NextFeatureLayerListFolder) { check_case("next_layers", Backend::kHfFolder); }
+TEST(HfParity, NextMistralTextModelFolder) { check_case("next_mistral", Backend::kHfFolder); }
 
 // Every registered method on `session` for `req` (2 tokens, `budget` visual tokens, in-decoder
 // methods after decoder layer 1 of the tiny 2-layer decoders): it runs and keeps fewer tokens than

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle_session.h"
 #include "era/era.h"
 #include "era/error.h"
 #include "model/bundle.h"
@@ -30,7 +31,7 @@ struct Case {
 };
 
 Case llama() { return {test::bundle_dir(), test::checkpoint_dir()}; }
-Case qwen2() { return {test::testdata_dir() + "/bundle-qwen2.5-vl", test::testdata_dir() + "/decoder-qwen2.5-vl"}; }
+Case qwen2() { return {test::testdata_dir() + "/bundle-qwen2.5-vl", test::testdata_dir() + "/hf-qwen2.5-vl"}; }
 
 // Random but fixed inputs of T tokens: embeddings of ids, positions (1-D or M-RoPE triples with
 // distinct axes), and a LAR log-bias on every other token (0 elsewhere: plain keys).
@@ -172,7 +173,7 @@ TEST(NativeDecoderSession, TheSameAnswersAsTheBundlesDecoder) {
   request.reduction.tokens = 64;
   Session bundle_decoder = Session::open(test::bundle_dir());
   SessionOptions native_options;
-  native_options.decoder_weights = test::checkpoint_dir();
+  native_options.hf_weights = test::checkpoint_dir();
   Session native = Session::open(test::bundle_dir(), native_options);
   EXPECT_EQ(bundle_decoder.info().decoder, "torchscript");
   EXPECT_EQ(native.info().decoder, "native");
@@ -182,35 +183,23 @@ TEST(NativeDecoderSession, TheSameAnswersAsTheBundlesDecoder) {
   EXPECT_EQ(got.text, want.text);
 }
 
-std::string refusal(const std::string& bundle, const std::string& weights) {
-  SessionOptions options;
-  options.decoder_weights = weights;
-  try {
-    Session::open(bundle, options);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kBundle) << e.what();
-    return e.what();
-  }
-  return "";
-}
-
 TEST(NativeDecoderSession, WeightsOfAnotherShapeOrNoneAreRefusedNamingTheFileAndTensor) {
   // tiny-other: a LLaMA of another width, a whole HF folder of its own
-  const std::string other = refusal(test::bundle_dir(), test::testdata_dir() + "/tiny-other");
+  const std::string other = test::open_refusal(test::bundle_dir(), test::testdata_dir() + "/tiny-other");
   EXPECT_NE(other.find("tiny-other/model.safetensors: tensor 'language_model.model.embed_tokens.weight' has shape"),
             std::string::npos)
       << other;
-  const std::string missing = refusal(test::bundle_dir(), test::testdata_dir() + "/no-such-folder");
+  const std::string missing = test::open_refusal(test::bundle_dir(), test::testdata_dir() + "/no-such-folder");
   EXPECT_NE(missing.find("no-such-folder is not a folder"), std::string::npos) << missing;
   const std::string empty_dir = test::scratch_dir_for_this_test();
   fs::create_directories(empty_dir);
-  EXPECT_NE(refusal(test::bundle_dir(), empty_dir).find("no weights"), std::string::npos);
+  EXPECT_NE(test::open_refusal(test::bundle_dir(), empty_dir).find("no weights"), std::string::npos);
   // the Qwen2 decoder's folder is tied: without config.json saying so, the head is missing
   const std::string untied = test::scratch_dir_for_this_test() + "_untied";
   fs::remove_all(untied);
   fs::create_directories(untied);
   fs::copy_file(qwen2().weights + "/model.safetensors", untied + "/model.safetensors");
-  const std::string head = refusal(qwen2().bundle, untied);
+  const std::string head = test::open_refusal(qwen2().bundle, untied);
   EXPECT_NE(head.find("no lm_head.weight, and config.json does not tie the embeddings"), std::string::npos) << head;
 }
 

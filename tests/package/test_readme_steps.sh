@@ -20,7 +20,7 @@ blocks = [code for tag, code in fences if tag.strip() != "download" and not re.s
 if len(fences) - len(blocks) != 1:
     sys.exit(f"README.md: expected one download block (```sh download), found {len(fences) - len(blocks)}")
 if len(blocks) < 2:
-    sys.exit(f"README.md: expected the export and the ask commands, found {len(blocks)} sh blocks")
+    sys.exit(f"README.md: expected the ask and the export commands, found {len(blocks)} sh blocks")
 lines = []
 for block in blocks:
     for line in block.splitlines():

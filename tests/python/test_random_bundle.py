@@ -87,6 +87,25 @@ class RandomBundleTest(unittest.TestCase):
         lm = a["lm_head.weight"]
         self.assertTrue(torch.allclose(lm[1000:], lm[1000:1001].expand(lm.shape[0] - 1000, -1)))
 
+    def test_hf_weights_alone_writes_the_folder_era_opens_directly(self):
+        """--hf-weights without --out: the checkpoint as an HF folder (config, processor,
+        tokenizer, one safetensors file under transformers 5's names), no bundle; neither flag:
+        refused."""
+        hf = os.path.join(SCRATCH, "tiny-hf-only")
+        r = make("--preset", "tiny", "--dtype", "float32", "--hf-weights", hf)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in ("config.json", "preprocessor_config.json", "tokenizer.model", "model.safetensors"):
+            self.assertTrue(os.path.isfile(os.path.join(hf, name)), name)
+        self.assertFalse(os.path.exists(os.path.join(hf, "manifest.json")))
+        from era_tools.safetensors_io import load_file
+        names = set(load_file(os.path.join(hf, "model.safetensors"))[0])
+        for prefix in ("model.vision_tower.vision_model.", "model.multi_modal_projector.",
+                       "model.language_model."):
+            self.assertTrue(any(n.startswith(prefix) for n in names), prefix)
+        r = make("--preset", "tiny", "--dtype", "float32")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--out is required (or --hf-weights alone)", r.stderr)
+
     def test_text_model_and_int8_bundle_hold_the_same_weights(self):
         """--text-model writes the bundle's own language model for another engine (llama.cpp's
         converter); --int8 decoder with the same seed quantises those same weights."""

@@ -3,8 +3,9 @@
     make_random_bundle.py --preset llava-1.5-7b|llava-1.5-13b|llava-next-7b|medium|medium-next|tiny
                                    |llava-onevision-0.5b|llava-onevision-7b|tiny-onevision
                                    |qwen2.5-vl-3b|qwen2.5-vl-7b|tiny-qwen2.5-vl
-                          --out BUNDLE [--dtype float16] [--seed 0] [--no-check]
+                          --out BUNDLE [--dtype float16] [--seed 0] [--no-check] [--hf-weights DIR]
     make_random_bundle.py --config config.json --out BUNDLE ...   (an HF LLaVA config.json)
+    make_random_bundle.py --preset ... --hf-weights DIR           (the HF folder alone, no bundle)
 
 For benchmarks (era_bench): speed and memory depend on the shapes, not on the weights, so a bundle
 with the real geometry of LLaVA-1.5-7B needs no 14 GB download. No checkpoint file is written: the
@@ -115,7 +116,8 @@ def parse_args(argv=None):
     src.add_argument("--preset", choices=sorted(PRESETS) + sorted(ONEVISION_PRESETS)
                      + sorted(QWEN_VL_PRESETS))
     src.add_argument("--config", help="an HF LLaVA-1.5 / LLaVA-NeXT config.json")
-    p.add_argument("--out", required=True, help="bundle folder to create")
+    p.add_argument("--out", help="bundle folder to create (may be left out with --hf-weights: the HF "
+                                 "folder alone, which era opens directly for LLaVA-1.5 / NeXT)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float16")
     p.add_argument("--attention", choices=["auto", "math", "sdpa"], default="auto")
     p.add_argument("--seed", type=int, default=0)
@@ -128,16 +130,20 @@ def parse_args(argv=None):
                    help="also write the language model (LLaMA presets / configs) as a Hugging Face "
                         "LlamaForCausalLM folder (config.json, model.safetensors, tokenizer.model): "
                         "the same weights for another engine, e.g. llama.cpp's convert_hf_to_gguf.py")
-    p.add_argument("--decoder-weights", metavar="DIR",
-                   help="also write the decoder's weights as a Hugging Face folder: the checkpoint's "
-                        "config.json and model.safetensors under transformers 5's names "
-                        "(model.language_model.*, lm_head.*; a tied head left out, as transformers "
-                        "saves it), for era's native decoder (--decoder-weights)")
+    p.add_argument("--hf-weights", metavar="DIR",
+                   help="also write the checkpoint as a Hugging Face folder: its config, processor "
+                        "and tokenizer files and one model.safetensors with every part under "
+                        "transformers 5's names (model.language_model.*, model.vision_tower.*, "
+                        "model.multi_modal_projector.*, model.visual.*, lm_head.*; a tied head left "
+                        "out, as transformers saves it), for era's native models (--hf-weights)")
     p.add_argument("--name", help="model_name in the manifest (default: random-<preset>)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the export's TorchScript-vs-eager check (needs 2x the weights' "
                         "memory for float16 on CPU)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.out is None and args.hf_weights is None:
+        p.error("--out is required (or --hf-weights alone)")
+    return args
 
 
 def preset_config(preset, dtype, tok_vocab):
@@ -337,23 +343,31 @@ def write_text_model(ckpt, folder, out):
     print(f"make_random_bundle: wrote the language model to {out} ({len(tensors)} tensors)")
 
 
-def write_decoder_weights(ckpt, folder, out):
-    """The checkpoint's decoder tensors as an HF folder era's native decoder reads
-    (src/model/native_decoder.h): config.json as the checkpoint has it and model.safetensors."""
+def write_hf_weights(ckpt, folder, out):
+    """The checkpoint as an HF folder era's native models read (src/model/native_decoder.h,
+    src/family/llava_native_vision.h): the side files of `folder` as they are (config.json, the
+    processor and tokenizer files) and model.safetensors with every part under transformers 5's
+    names, spelled by the family's own checkpoint_name where it has one."""
     import shutil
     from .safetensors_io import save_file
     os.makedirs(out, exist_ok=True)
-    shutil.copyfile(os.path.join(folder, "config.json"), os.path.join(out, "config.json"))
+    for name in os.listdir(folder):
+        if os.path.isfile(os.path.join(folder, name)) and not name.endswith(".safetensors"):
+            shutil.copyfile(os.path.join(folder, name), os.path.join(out, name))
+    import inspect
+    spell = getattr(families.get(ckpt.config.arch), "checkpoint_name", checkpoint_name)
+    layout = inspect.signature(spell).parameters["layout"].default  # the family's newest layout
+    layout = "transformers>=4.52" if layout is inspect.Parameter.empty else layout
+    name_of = lambda part, canon: spell(part, canon, layout)  # noqa: E731
     tied = bool(ckpt.config.text.tie_word_embeddings)
     tensors = {}
-    for canon, t in ckpt.text.items():
-        if canon.startswith("lm_head."):
-            if not tied:
-                tensors[canon] = t
-        else:
-            tensors["model.language_model." + canon] = t
+    for part in ("vision", "projector", "text"):
+        for canon, t in getattr(ckpt, part).items():
+            if part == "text" and canon.startswith("lm_head.") and tied:
+                continue
+            tensors[name_of(part, canon)] = t
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    print(f"make_random_bundle: wrote the decoder's weights to {out} ({len(tensors)} tensors"
+    print(f"make_random_bundle: wrote the checkpoint as an HF folder to {out} ({len(tensors)} tensors"
           f"{', head tied' if tied else ''})")
 
 
@@ -366,8 +380,10 @@ def export_random(args, folder):
           f"vision {ckpt.config.vision.hidden_size} x {ckpt.config.vision.layers_run} layers)")
     if args.text_model:
         write_text_model(ckpt, folder, args.text_model)
-    if args.decoder_weights:
-        write_decoder_weights(ckpt, folder, args.decoder_weights)
+    if args.hf_weights:
+        write_hf_weights(ckpt, folder, args.hf_weights)
+    if args.out is None:
+        return 0
     name = args.name or f"random-{args.preset or os.path.basename(args.config)}"
     return export_checkpoint(ckpt, args.out, args.dtype, args.attention, name,
                              check=not args.no_check, int8=args.int8, int8_scheme=args.int8_scheme)

@@ -83,13 +83,11 @@ def save_file(tensors, path, metadata=None):
             raise TypeError(f"__metadata__ must map str to str (bad keys: {bad})")
         header["__metadata__"] = dict(metadata)
     offset = 0
-    blobs = []
     for name, st_dtype, t in prepared:
-        blob = _tensor_bytes(t, st_dtype)
+        nbytes = t.numel() * _DTYPES[st_dtype][2]
         header[name] = {"dtype": st_dtype, "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        offset += len(blob)
-        blobs.append(blob)
+                        "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
 
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     header_bytes += b" " * (-len(header_bytes) % 8)  # data section starts 8-byte aligned
@@ -98,8 +96,9 @@ def save_file(tensors, path, metadata=None):
         with open(tmp, "wb") as f:
             f.write(struct.pack("<Q", len(header_bytes)))
             f.write(header_bytes)
-            for blob in blobs:
-                f.write(blob)
+            # one tensor's bytes at a time: a 7B model is never held twice
+            for name, st_dtype, t in prepared:
+                f.write(_tensor_bytes(t, st_dtype))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -21,6 +21,7 @@
 #include "report/result_json.h"
 #include "util/kernel_threads.h"
 #include "util/npy.h"
+#include "util/stopwatch.h"
 
 namespace era::bench {
 namespace {
@@ -221,14 +222,16 @@ BenchReport run_benchmark(const BenchOptions& options) {
 
   BenchReport report;
   report.options = options;
-  report.dims = read_model_dims(options.bundle_dir);
   MemoryProbe memory(options.session.device);
   report.memory_kind = memory.what();
   report.resident_before_open = memory.current();
+  Stopwatch open_clock;
   Session session = Session::open(options.bundle_dir, options.session);
+  report.open_ms = open_clock.elapsed_ms();
   report.resident_after_open = memory.current();
   report.peak_during_open = memory.peak();
   report.model = session.info();
+  report.dims = model_dims(SessionAccess::state(session).bundle.manifest);
   report.threads = at::get_num_threads();
   report.kernel_threads = kernel_threads();
   report.cpu_upcast_min_rows =
@@ -239,6 +242,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
   report.row_split_linears = bundle.row_split_linears;
   report.huge_page_bytes = bundle.huge_page_bytes;
   report.resident_huge_pages = resident_huge_page_bytes();
+  report.weight_bytes = model_weight_bytes(SessionAccess::state(session).bundle);
   if (!bundle.manifest.int8_weights.empty()) {
     // weight-only int8 linears run era's own kernel (model/int8_linear.h), not an engine
     report.int8_engine = bundle.manifest.int8_scheme == "weight-only" ? "era" : int8_engine_name();
@@ -264,6 +268,7 @@ BenchReport run_benchmark(const BenchOptions& options) {
     report.rows.push_back(measure(session, options, c, report.input, report.dims, memory, report.peak_per_configuration,
                                   probe ? &*probe : nullptr));
   }
+  report.resident_after_runs = memory.current();
   return report;
 }
 
@@ -306,6 +311,7 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                 {"arch", report.model.arch},
                 {"attention", report.model.attention},
                 {"decoder", report.model.decoder},
+                {"vision", report.model.vision},
                 {"vision_hidden", d.vision_hidden},
                 {"vision_intermediate", d.vision_intermediate},
                 {"vision_layers_run", d.vision_layers_run},
@@ -323,6 +329,9 @@ nlohmann::json report_json(const BenchReport& report, const nlohmann::json& pyth
                  {"resident_after_open_bytes", report.resident_after_open},
                  {"peak_during_open_bytes", report.peak_during_open},
                  {"model_resident_bytes", report.resident_after_open - report.resident_before_open},
+                 {"resident_after_runs_bytes", report.resident_after_runs},
+                 {"model_weight_bytes", report.weight_bytes},
+                 {"open_ms", report.open_ms},
                  {"huge_page_weight_bytes", report.huge_page_bytes},
                  {"resident_huge_page_bytes", report.resident_huge_pages}};
   const ConfigResult* full = full_row(report);
@@ -411,7 +420,9 @@ std::string format_tables(const BenchReport& report, const nlohmann::json& pytho
               ? "image " + o.image
               : "video " + o.video + " (" + std::to_string(report.rows.empty() ? 0 : report.rows.front().crops) + " frames)")
       << " | " << o.max_new_tokens << " new tokens (EOS ignored) | warm-up " << o.warmup << ", median of " << o.repeat
-      << " [min-max] | model resident " << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open))
+      << " [min-max] | open " << fmt("%.0f ms", report.open_ms) << ", weights " << fmt("%.0f MiB", mib(report.weight_bytes))
+      << ", model resident " << fmt("%.0f MiB", mib(report.resident_after_open - report.resident_before_open))
+      << fmt(" after open, %.0f MiB", mib(report.resident_after_runs - report.resident_before_open)) << " after the runs"
       << (report.huge_page_bytes > 0 ? fmt(" (decoder weights %.0f MiB moved to huge pages, ", mib(report.huge_page_bytes)) +
                                            fmt("%.0f MiB granted)", mib(report.resident_huge_pages))
                                      : std::string())

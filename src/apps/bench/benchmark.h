@@ -83,6 +83,9 @@ struct BenchReport {
   bool peak_per_configuration = true;  // false: the OS refused to reset the peak (lifetime peak)
   int64_t resident_before_open = 0, resident_after_open = 0;
   int64_t peak_during_open = 0;     // the high-water mark while the bundle loaded (int8: packing)
+  int64_t resident_after_runs = 0;  // after every configuration ran: mapped weights count once touched
+  int64_t weight_bytes = 0;         // the model's weights as held (model_weight_bytes)
+  double open_ms = 0;               // Session::open: reading, converting and checking the model
   int64_t huge_page_bytes = 0;      // decoder weights moved into huge pages at load (model/huge_pages.h)
   int64_t resident_huge_pages = 0;  // the process's memory in huge pages after the load (what Linux granted)
   int threads = 0;

@@ -8,7 +8,10 @@
 namespace era::bench {
 
 ModelDims read_model_dims(const std::string& bundle_dir) {
-  const Manifest manifest = read_manifest(bundle_dir);  // validates; throws era::Error(kBundle)
+  return model_dims(read_manifest(bundle_dir));  // validates; throws era::Error(kBundle)
+}
+
+ModelDims model_dims(const Manifest& manifest) {
   ModelDims m;
   const auto& v = manifest.vision;
   const auto& t = manifest.text;

@@ -47,6 +47,8 @@ struct ModelDims {
 // The dimensions in a bundle's manifest.json. vision.intermediate_size is optional there (older
 // bundles): 4 x vision hidden, CLIP's ratio, when absent. Throws era::Error(kBundle).
 ModelDims read_model_dims(const std::string& bundle_dir);
+// The same of a manifest already read (a bundle's, or the one built from a Hugging Face folder).
+ModelDims model_dims(const Manifest& manifest);
 
 struct FlopCount {
   double vision = 0;            // all crops

@@ -21,7 +21,7 @@ struct ModelFlags {
   std::string cpu_matmul = "auto";
   std::string jit_optimize = "auto";
   int64_t max_image_pixels = 8192LL * 8192;
-  std::string decoder_weights;
+  std::string hf_weights;
 };
 
 struct GenerationFlags {
@@ -69,7 +69,9 @@ inline CLI::Validator finite_in(double lo, double hi, bool open_low = false) {
 }
 
 inline void add_model_flags(CLI::App& app, ModelFlags& f) {
-  app.add_option("-m,--model", f.model, "model bundle folder (made by tools/export_llava.py)");
+  app.add_option("-m,--model", f.model,
+                 "a Hugging Face model folder (config.json, *.safetensors, tokenizer and processor files) or an era "
+                 "bundle folder (made by tools/export_llava.py)");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", f.dtype, "run in float32, float16 or bfloat16 (default: the bundle's)");
   app.add_option("--threads", f.threads, "CPU threads (0 = one per usable CPU, or OMP_NUM_THREADS)")
@@ -88,9 +90,10 @@ inline void add_model_flags(CLI::App& app, ModelFlags& f) {
                  "up none), on for CUDA; 'on'; 'off'")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  app.add_option("--decoder-weights", f.decoder_weights,
+  app.add_option("--hf-weights", f.hf_weights,
                  "a Hugging Face folder with the bundle's checkpoint (config.json, *.safetensors): era's own C++ "
-                 "decoder runs over its weights instead of the bundle's TorchScript decoder.pt");
+                 "models (decoder, vision tower, projector) run over its weights instead of the bundle's TorchScript "
+                 "modules, which are then not loaded");
   app.add_option("--max-image-pixels", f.max_image_pixels, "refuse larger images before decoding")
       ->check(CLI::Range(int64_t{1}, kMaxImagePixels))
       ->capture_default_str();
@@ -161,7 +164,7 @@ inline SessionOptions session_options(const ModelFlags& f) {
   so.cpu_matmul = f.cpu_matmul;
   so.jit_optimize = f.jit_optimize;
   so.max_image_pixels = f.max_image_pixels;
-  so.decoder_weights = f.decoder_weights;
+  so.hf_weights = f.hf_weights;
   return so;
 }
 

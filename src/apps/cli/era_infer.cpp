@@ -70,8 +70,8 @@ void print_stats(const era::ModelInfo& info, const era::Result& r) {
   const auto& s = r.stats;
   const double step = median(s.decode_step_ms);
   std::printf("\n--- era stats ---\n");
-  std::printf("model        %s (%s, %s, %s, attention %s, %s decoder)\n", info.name.c_str(), info.arch.c_str(),
-              info.dtype.c_str(), info.device.c_str(), info.attention.c_str(), info.decoder.c_str());
+  std::printf("model        %s (%s, %s, %s, attention %s, %s vision, %s decoder)\n", info.name.c_str(), info.arch.c_str(),
+              info.dtype.c_str(), info.device.c_str(), info.attention.c_str(), info.vision.c_str(), info.decoder.c_str());
   std::printf("tokens       visual %lld | text %lld | prompt %lld | generated %lld (%s)\n",
               static_cast<long long>(s.visual_tokens), static_cast<long long>(s.text_tokens),
               static_cast<long long>(s.prompt_tokens), static_cast<long long>(s.generated_tokens), r.finish_reason.c_str());

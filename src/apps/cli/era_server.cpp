@@ -123,7 +123,9 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"era_server: an OpenAI-compatible chat-completions server over a LLaVA model bundle (ERA reduction)"};
+  CLI::App app{
+      "era_server: an OpenAI-compatible chat-completions server over a multimodal model (a Hugging Face folder or an era "
+      "bundle; ERA reduction)"};
   era::cli::add_model_flags(app, f.model);
   app.get_option("--model")->required();
   era::cli::add_generation_flags(app, f.gen);
